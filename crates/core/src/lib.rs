@@ -1,0 +1,23 @@
+//! gputopo-core: everything in gputopo that *decides*, as pure functions over plain Rust types.
+//!
+//! # Architecture map
+//! gputopo is one Slurm plugin library (`select/gputopo`, `priority/gputopo`), a node agent
+//! (`gputopo` command) and this core. The plugin and the agent are thin shells that convert
+//! Slurm structs and NVML answers into the types defined here, call in, and write the answer back.
+//!
+//! - [`gpuset`]: [`GpuSet`], a bitmask of GPU indices on one node (Slurm's GRES index order).
+//! - [`cpulist`]: Slurm/Linux CPU list syntax (`0-15,32`), used by `Cores=`.
+//! - [`keyvalue`]: Slurm's `Key=Value` line syntax shared by every parser.
+//! - [`topology`]: [`NodeTopology`], the interconnect model of one node (NVLink counts with
+//!   NVSwitch semantics, PCIe path levels, socket/core affinity) and its parsers/renderers.
+//!
+//! This crate knows nothing of Slurm, NVML, C or `unsafe`; the compiler enforces the last one.
+#![forbid(unsafe_code)]
+
+pub mod cpulist;
+pub mod gpuset;
+pub mod keyvalue;
+pub mod topology;
+
+pub use gpuset::GpuSet;
+pub use topology::{Gpu, Link, NodeTopology, PcieLevel};

@@ -1,0 +1,1 @@
+//! gputopo plugin library (filled in by the foundation issue).
