@@ -1,7 +1,66 @@
-//! The `gputopo` command. Subcommands are added by their issues.
+//! The `gputopo` command.
+//!
+//! One binary for every job that runs outside slurmctld:
+//! - on any machine: `pick` and `topo` (the core engine on the command line), `simulate`;
+//! - on a compute node: `health`, `topology`, `gres-conf` and `publish` (the node agent, NVML).
+//!
+//! Each subcommand lives in its own module with its argument struct and a
+//! `run(args) -> anyhow::Result<i32>` returning the process exit code. Errors go to stderr with
+//! their context chain and exit code 1 unless the subcommand documents others.
 #![forbid(unsafe_code)]
 
+mod cmd_pick;
+mod cmd_simulate;
+mod cmd_topo;
+mod node;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "gputopo",
+    version,
+    about = "Topology- and health-aware GPU placement for Slurm"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Choose the best K GPUs of a node for a job.
+    Pick(cmd_pick::Args),
+    /// Print a topology file's matrix the way `nvidia-smi topo -m` does.
+    Topo(cmd_topo::Args),
+    /// Per-GPU health of this node from NVML.
+    Health(node::health::Args),
+    /// This node's GPU interconnect from NVML (NVLink with NVSwitch semantics, PCIe levels).
+    Topology(node::topology::Args),
+    /// gres.conf lines that describe this node's GPUs.
+    GresConf(node::gres_conf::Args),
+    /// Publish this node's GPU health to slurmctld (run as HealthCheckProgram).
+    Publish(node::publish::Args),
+    /// Replay a job trace on a simulated cluster under several placement policies.
+    Simulate(cmd_simulate::Args),
+}
+
 fn main() {
-    eprintln!("gputopo: no subcommand yet");
-    std::process::exit(2);
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Pick(a) => cmd_pick::run(a),
+        Cmd::Topo(a) => cmd_topo::run(a),
+        Cmd::Health(a) => node::health::run(a),
+        Cmd::Topology(a) => node::topology::run(a),
+        Cmd::GresConf(a) => node::gres_conf::run(a),
+        Cmd::Publish(a) => node::publish::run(a),
+        Cmd::Simulate(a) => cmd_simulate::run(a),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("gputopo: {e:#}");
+            std::process::exit(1);
+        }
+    }
 }

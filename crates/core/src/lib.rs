@@ -10,13 +10,23 @@
 //! - [`keyvalue`]: Slurm's `Key=Value` line syntax shared by every parser.
 //! - [`topology`]: [`NodeTopology`], the interconnect model of one node (NVLink counts with
 //!   NVSwitch semantics, PCIe path levels, socket/core affinity) and its parsers/renderers.
+//! - [`placement`]: the [`placement::Policy`] trait, the exact engine and the baselines.
+//! - [`health`]: per-GPU health verdicts and the JSON the agent publishes in node `Extra`.
+//! - [`config`]: `gputopo.conf`.
+//! - [`priority`]: Slurm's multifactor priority math, and gputopo's extensions.
+//! - [`sim`]: the trace-driven cluster simulator.
 //!
 //! This crate knows nothing of Slurm, NVML, C or `unsafe`; the compiler enforces the last one.
 #![forbid(unsafe_code)]
 
+pub mod config;
 pub mod cpulist;
 pub mod gpuset;
+pub mod health;
 pub mod keyvalue;
+pub mod placement;
+pub mod priority;
+pub mod sim;
 pub mod topology;
 
 pub use gpuset::GpuSet;

@@ -1,0 +1,1 @@
+//! gputopo.conf parsing (to be written by the node-agent issue).

@@ -1,0 +1,39 @@
+//! GPU-set choice on one node, and node ranking across a cluster.
+//!
+//! Every placement strategy is a stateless [`Policy`]: given a node's topology, its free
+//! (healthy, unallocated) GPUs and a request, it returns the set to allocate, or `None` when
+//! the request cannot be met. Allocation state lives with the caller (slurmctld, the
+//! simulator), never in a policy.
+//!
+//! Policies: `gputopo` (the exact engine, [`engine`]), and the baselines the evaluation compares
+//! against: [`first_fit`], [`slurm_greedy`] (a model of stock cons_tres), [`best_effort`]
+//! (go-gpuallocator's partition-score policy).
+
+pub mod best_effort;
+pub mod engine;
+pub mod first_fit;
+pub mod slurm_greedy;
+
+use crate::gpuset::GpuSet;
+use crate::topology::NodeTopology;
+
+/// What a job asks of one node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Request {
+    /// Number of GPUs wanted on this node.
+    pub count: usize,
+    /// GPUs that must be part of the answer (must also be free).
+    pub required: GpuSet,
+    /// GPUs with affinity to the job's cores/socket; preferred, not required. Empty = no
+    /// preference.
+    pub near: GpuSet,
+}
+
+/// A GPU placement strategy. Implementations are stateless and deterministic.
+pub trait Policy: Send + Sync {
+    /// Short name used on the command line and in reports (`gputopo`, `first-fit`, ...).
+    fn name(&self) -> &'static str;
+
+    /// Chooses `req.count` GPUs out of `free` on `topo`, or `None` when impossible.
+    fn choose(&self, topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<GpuSet>;
+}

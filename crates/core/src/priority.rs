@@ -1,0 +1,1 @@
+//! Multifactor priority math (to be written by the priority issue).

@@ -1,0 +1,1 @@
+//! Trace-driven cluster simulator (to be written by the evaluation issue).

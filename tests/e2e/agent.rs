@@ -1,0 +1,1 @@
+//! agent end-to-end tests (to be written).

@@ -1,0 +1,1 @@
+//! foundation end-to-end tests (to be written).

@@ -1,0 +1,1 @@
+//! harness end-to-end tests (to be written).

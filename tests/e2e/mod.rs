@@ -1,0 +1,7 @@
+//! End-to-end tests against a real local Slurm cluster started by `contrib/cluster.sh`.
+
+mod agent;
+mod foundation;
+mod harness;
+mod priority;
+mod select;

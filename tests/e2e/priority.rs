@@ -1,0 +1,1 @@
+//! priority end-to-end tests (to be written).

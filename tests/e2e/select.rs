@@ -1,0 +1,1 @@
+//! select end-to-end tests (to be written).
