@@ -12,7 +12,7 @@
 //!   NVSwitch semantics, PCIe path levels, socket/core affinity) and its parsers/renderers.
 //! - [`placement`]: the [`placement::Policy`] trait, the exact engine and the baselines.
 //! - [`health`]: per-GPU health verdicts and the JSON the agent publishes in node `Extra`.
-//! - [`config`]: `gputopo.conf`.
+//! - [`config`]: parsing of `gputopo.conf`.
 //! - [`priority`]: Slurm's multifactor priority math, and gputopo's extensions.
 //! - [`sim`]: the trace-driven cluster simulator.
 //!
