@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Obtain the exact Slurm source tree of one supported release and print its path.
+#
+#   slurm-headers/fetch-slurm.sh 22.05.8   # Debian 12's source package, Debian patches applied
+#   slurm-headers/fetch-slurm.sh 24.11.5   # the upstream tarball from Debian 13's source archive
+#
+# Slurm loads a plugin only if it was built for the exact major.minor.micro release, so the
+# plugin is compiled against the tree of the release it will run in. A site with its own
+# (patched) tree skips this script and sets SLURM_SRC_DIR for cargo instead.
+#
+# Trees are cached by version under ${GPUTOPO_CACHE:-/var/cache/gputopo}/src/slurm-<version>,
+# outside the checkout; nothing from them is ever committed. The tree is left unconfigured:
+# bindgen needs only the headers, so this script adds the two files configure would generate
+# for them (an empty config.h and slurm/slurm_version.h from META). Building Slurm itself
+# (contrib/slurm-install.sh) works on a copy.
+set -euo pipefail
+
+ver=${1:?usage: fetch-slurm.sh <version> (22.05.8 or 24.11.5)}
+cache=${GPUTOPO_CACHE:-/var/cache/gputopo}/src
+pool=${GPUTOPO_DEBIAN_POOL:-http://deb.debian.org/debian/pool/main/s/slurm-wlm}
+dest=$cache/slurm-$ver
+
+case $ver in
+  22.05.8) debver=22.05.8-4+deb12u3 ;;   # Debian 12 (bookworm) slurm-wlm
+  24.11.5) debver= ;;                    # Debian 13 ships the upstream tarball; its .dsc is not served
+  *) echo "fetch-slurm.sh: unsupported Slurm release '$ver' (supported: 22.05.8, 24.11.5)" >&2; exit 2 ;;
+esac
+
+if [ -f "$dest/.gputopo-ready" ]; then echo "$dest"; exit 0; fi
+
+mkdir -p "$cache"
+exec 9>"$cache/.lock-$ver"
+flock 9
+if [ -f "$dest/.gputopo-ready" ]; then echo "$dest"; exit 0; fi
+
+command -v curl >/dev/null || { echo "fetch-slurm.sh: curl is missing (apt-get install curl)" >&2; exit 1; }
+tmp=$(mktemp -d "$cache/.fetch-$ver.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+get() { curl -sSfL --retry 3 -o "$tmp/$1" "$pool/$1" || { echo "fetch-slurm.sh: cannot download $pool/$1" >&2; exit 1; }; }
+
+get "slurm-wlm_$ver.orig.tar.gz"
+if [ -n "$debver" ]; then
+  command -v dpkg-source >/dev/null || { echo "fetch-slurm.sh: dpkg-source is missing (apt-get install dpkg-dev)" >&2; exit 1; }
+  get "slurm-wlm_$debver.dsc"
+  get "slurm-wlm_$debver.debian.tar.xz"
+  (cd "$tmp" && dpkg-source --no-check -x "slurm-wlm_$debver.dsc" tree >/dev/null)
+else
+  mkdir "$tmp/tree"
+  tar -xzf "$tmp/slurm-wlm_$ver.orig.tar.gz" -C "$tmp/tree" --strip-components=1
+fi
+
+tree=$tmp/tree
+# The two generated headers bindgen needs (their content does not depend on configure options).
+[ -f "$tree/config.h" ] || : > "$tree/config.h"
+if [ ! -f "$tree/slurm/slurm_version.h" ]; then
+  meta() { awk -v k="$1" '$1 == k":" { print $2 }' "$tree/META"; }
+  major=$(meta Major); minor=$(meta Minor); micro=$(meta Micro)
+  [ "$major.$minor.$micro" = "$ver" ] || { echo "fetch-slurm.sh: META says $major.$minor.$micro, expected $ver" >&2; exit 1; }
+  printf '#ifndef _SLURM_VERSION_H\n#define _SLURM_VERSION_H\n#define SLURM_VERSION_NUMBER 0x%02x%02x%02x\n#define SLURM_VERSION_MAJOR(a) (((a) >> 16) & 0xff)\n#define SLURM_VERSION_MINOR(a) (((a) >> 8) & 0xff)\n#define SLURM_VERSION_MICRO(a) ((a) & 0xff)\n#define SLURM_VERSION_NUM(a,b,c) (((SLURM_VERSION_MAJOR(a)) << 16) + ((SLURM_VERSION_MINOR(b)) << 8) + (SLURM_VERSION_MICRO(c)))\n#define SLURM_VERSION_STRING "%s"\n#endif\n' \
+    "$((10#$major))" "$((10#$minor))" "$((10#$micro))" "$ver" > "$tree/slurm/slurm_version.h"
+fi
+touch "$tree/.gputopo-ready"
+rm -rf "$dest"
+mv "$tree" "$dest"
+echo "$dest"
