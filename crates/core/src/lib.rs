@@ -15,6 +15,8 @@
 //! - [`config`]: parsing of `gputopo.conf`.
 //! - [`priority`]: Slurm's multifactor priority math, and gputopo's extensions.
 //! - [`sim`]: the trace-driven cluster simulator.
+//! - [`steer`]: what `select/gputopo` changes in cons_tres's answer (GPU re-pick, node
+//!   steering, health cache), as pure decisions.
 //!
 //! This crate knows nothing of Slurm, NVML, C or `unsafe`; the compiler enforces the last one.
 #![forbid(unsafe_code)]
@@ -27,6 +29,7 @@ pub mod keyvalue;
 pub mod placement;
 pub mod priority;
 pub mod sim;
+pub mod steer;
 pub mod topology;
 
 pub use gpuset::GpuSet;

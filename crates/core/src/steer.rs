@@ -1,0 +1,66 @@
+//! The decisions `select/gputopo` makes inside slurmctld, as pure functions over plain types.
+//!
+//! The plugin (`src/plugin/steer.rs`) lets stock cons_tres do the whole allocation, then
+//! corrects it. It reads Slurm's structs into the types here, asks these functions what to
+//! do, and writes the answer back; nothing here knows Slurm, and everything here is tested
+//! without it.
+//!
+//! - [`repick`]: after cons_tres succeeded, which GPUs of one chosen node the job should get
+//!   instead of cons_tres's pick (or why the pick stays, or why the node must be dropped
+//!   because it would hand out a faulty GPU).
+//! - [`narrow`]: which nodes to offer cons_tres first, widening step by step, ending with the
+//!   full set so a runnable job never becomes unrunnable; plus the health pre-filter.
+//! - [`health_cache`]: per-node GPU health parsed from node `Extra`, parsed once per change.
+//!
+//! The engine is reached through the [`Placer`] trait, so these rules are tested against a
+//! brute-force oracle and run against the real engine in slurmctld.
+
+pub mod health_cache;
+pub mod narrow;
+pub mod repick;
+
+#[cfg(test)]
+mod oracle;
+
+use crate::gpuset::GpuSet;
+use crate::placement::Request;
+use crate::topology::NodeTopology;
+use std::fmt;
+
+/// What the steering rules need from a placement engine: the best set for a request, and a
+/// score to compare two sets on one node (higher is better).
+pub trait Placer {
+    /// Comparable quality of a GPU set; `Debug` so decisions can be logged.
+    type Score: Ord + Copy + fmt::Debug;
+
+    /// The best `req.count` GPUs out of `free`, or `None` when impossible.
+    fn choose(&self, topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<GpuSet>;
+
+    /// The quality of `set` on `topo`.
+    fn score(&self, topo: &NodeTopology, set: GpuSet) -> Self::Score;
+}
+
+/// Per-GPU health of one node, as masks over Slurm GRES indices.
+///
+/// A GPU in neither mask is usable (`ok` or `unknown`: unknown never takes a GPU out of
+/// service, because a broken agent must not idle a cluster).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GpuHealth {
+    /// Never allocated.
+    pub faulty: GpuSet,
+    /// Allocated only when no healthy GPU is left for the job.
+    pub degraded: GpuSet,
+}
+
+impl GpuHealth {
+    /// All GPUs healthy.
+    pub const ALL_OK: GpuHealth = GpuHealth {
+        faulty: GpuSet::EMPTY,
+        degraded: GpuSet::EMPTY,
+    };
+
+    /// True when some GPU is faulty or degraded.
+    pub fn has_findings(&self) -> bool {
+        !self.faulty.is_empty() || !self.degraded.is_empty()
+    }
+}
