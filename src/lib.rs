@@ -1,1 +1,2 @@
-//! gputopo plugin library (filled in by the foundation issue).
+//! gputopo plugin library.
+pub mod ffi;

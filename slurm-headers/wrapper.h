@@ -1,0 +1,6 @@
+/*
+ * gputopo: the single translation unit bindgen parses (build.rs). One #include per
+ * plugin role; the priority role adds "priority.h" here.
+ */
+#include "common.h"
+#include "select.h"
