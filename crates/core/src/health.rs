@@ -1,1 +1,261 @@
-//! Per-GPU health model and the Extra JSON format (to be written by the node-agent issue).
+//! Per-GPU health: the verdict model, the pure policy that turns NVML evidence into verdicts,
+//! and (in [`extra`]) the JSON the node agent publishes in the Slurm node's `Extra` field.
+//!
+//! Why here: the agent (which reads NVML) and the select plugin (which reads `Extra` inside
+//! slurmctld) must agree on one model, and every decision must be testable without a GPU.
+//!
+//! A verdict is one of [`Status::Ok`], [`Status::Degraded`] (usable, but choose it last),
+//! [`Status::Faulty`] (never give it to a job) or [`Status::Unknown`] (the agent could not tell,
+//! e.g. NVML timed out). Each non-ok verdict carries [`Reason`]s; the status is the most severe
+//! reason's [`Reason::severity`], in the order ok < degraded < unknown < faulty (proven faults
+//! beat missing data; missing data beats "merely degraded").
+
+pub mod extra;
+mod policy;
+
+pub use extra::{ExtraError, LinkMatrix, MergeRefused, NodeHealth, merge_extra, parse_extra};
+pub use policy::{Evidence, HealthPolicy, Reading, RowRemap, judge};
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// A GPU's verdict.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Healthy.
+    Ok,
+    /// Usable but suspect (correctable errors, a pending page retirement): allocate last.
+    Degraded,
+    /// The agent could not tell (NVML missing, timed out, a query failed).
+    Unknown,
+    /// Must not be allocated (uncorrectable ECC, lost, critical XID, failed row remap).
+    Faulty,
+}
+
+impl Status {
+    /// The lowercase name used in output and JSON (`ok`, `degraded`, `unknown`, `faulty`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Degraded => "degraded",
+            Status::Unknown => "unknown",
+            Status::Faulty => "faulty",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a GPU is not `ok`. Written in JSON as a short snake_case token (see [`Reason::token`]);
+/// tokens this version does not know parse as [`Reason::Other`], so old readers accept new
+/// writers.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// Uncorrectable ECC errors above the limit (volatile or aggregate): `ecc_uncorrectable`.
+    EccUncorrectable,
+    /// Correctable (volatile) ECC errors above the threshold: `ecc_correctable`.
+    EccCorrectable,
+    /// Retired pages pending (a reset is needed to retire them): `retired_pages_pending`.
+    RetiredPagesPending,
+    /// A row remapping is pending (a reset is needed): `row_remap_pending`.
+    RowRemapPending,
+    /// A row remapping failed (the card needs service): `row_remap_failure`.
+    RowRemapFailure,
+    /// NVML says the GPU fell off the bus (`NVML_ERROR_GPU_IS_LOST`): `gpu_lost`.
+    GpuLost,
+    /// A critical XID event was seen: `xid_<n>` (faulty).
+    Xid(u32),
+    /// An XID that is neither critical nor ignored was seen: `xid_other_<n>` (degraded).
+    XidOther(u32),
+    /// NVML did not answer within the deadline: `nvml_timeout`.
+    NvmlTimeout,
+    /// The NVML library could not be loaded or initialised: `nvml_unavailable`.
+    NvmlUnavailable,
+    /// NVML reports that the NVIDIA driver is not loaded: `driver_not_loaded`.
+    DriverNotLoaded,
+    /// A GPU listed in gres.conf has no NVML device with its minor number: `not_in_nvml`.
+    NotInNvml,
+    /// One NVML query failed, so its evidence is missing: `query_failed:<query>`.
+    QueryFailed(Cow<'static, str>),
+    /// A token written by a newer agent (kept verbatim, judged `unknown`).
+    Other(String),
+}
+
+impl Reason {
+    /// The status this reason alone implies.
+    pub fn severity(&self) -> Status {
+        match self {
+            Reason::EccUncorrectable
+            | Reason::RowRemapFailure
+            | Reason::GpuLost
+            | Reason::Xid(_) => Status::Faulty,
+            Reason::EccCorrectable
+            | Reason::RetiredPagesPending
+            | Reason::RowRemapPending
+            | Reason::XidOther(_) => Status::Degraded,
+            Reason::NvmlTimeout
+            | Reason::NvmlUnavailable
+            | Reason::DriverNotLoaded
+            | Reason::NotInNvml
+            | Reason::QueryFailed(_)
+            | Reason::Other(_) => Status::Unknown,
+        }
+    }
+
+    /// The JSON token.
+    pub fn token(&self) -> Cow<'_, str> {
+        Cow::Borrowed(match self {
+            Reason::EccUncorrectable => "ecc_uncorrectable",
+            Reason::EccCorrectable => "ecc_correctable",
+            Reason::RetiredPagesPending => "retired_pages_pending",
+            Reason::RowRemapPending => "row_remap_pending",
+            Reason::RowRemapFailure => "row_remap_failure",
+            Reason::GpuLost => "gpu_lost",
+            Reason::NvmlTimeout => "nvml_timeout",
+            Reason::NvmlUnavailable => "nvml_unavailable",
+            Reason::DriverNotLoaded => "driver_not_loaded",
+            Reason::NotInNvml => "not_in_nvml",
+            Reason::Xid(n) => return Cow::Owned(format!("xid_{n}")),
+            Reason::XidOther(n) => return Cow::Owned(format!("xid_other_{n}")),
+            Reason::QueryFailed(q) => return Cow::Owned(format!("query_failed:{q}")),
+            Reason::Other(s) => s,
+        })
+    }
+
+    /// Parses a token; never fails (unknown tokens become [`Reason::Other`]).
+    pub fn from_token(s: &str) -> Reason {
+        match s {
+            "ecc_uncorrectable" => Reason::EccUncorrectable,
+            "ecc_correctable" => Reason::EccCorrectable,
+            "retired_pages_pending" => Reason::RetiredPagesPending,
+            "row_remap_pending" => Reason::RowRemapPending,
+            "row_remap_failure" => Reason::RowRemapFailure,
+            "gpu_lost" => Reason::GpuLost,
+            "nvml_timeout" => Reason::NvmlTimeout,
+            "nvml_unavailable" => Reason::NvmlUnavailable,
+            "driver_not_loaded" => Reason::DriverNotLoaded,
+            "not_in_nvml" => Reason::NotInNvml,
+            _ => {
+                if let Some(n) = s.strip_prefix("xid_other_").and_then(|n| n.parse().ok()) {
+                    Reason::XidOther(n)
+                } else if let Some(n) = s.strip_prefix("xid_").and_then(|n| n.parse().ok()) {
+                    Reason::Xid(n)
+                } else if let Some(q) = s.strip_prefix("query_failed:") {
+                    Reason::QueryFailed(Cow::Owned(q.to_string()))
+                } else {
+                    Reason::Other(s.to_string())
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.token())
+    }
+}
+
+impl serde::Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.token())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Reason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s: Cow<'de, str> = serde::Deserialize::deserialize(d)?;
+        Ok(Reason::from_token(&s))
+    }
+}
+
+/// One GPU's verdict, by Slurm GRES index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuHealth {
+    /// Slurm GRES index (order of `File=` in gres.conf).
+    pub index: usize,
+    /// The verdict.
+    pub status: Status,
+    /// Why, most severe first; empty when `ok`.
+    pub reasons: Vec<Reason>,
+}
+
+impl GpuHealth {
+    /// A verdict from reasons: the status is the most severe reason's, `ok` when none.
+    /// Reasons are sorted most severe first and deduplicated.
+    pub fn from_reasons(index: usize, mut reasons: Vec<Reason>) -> Self {
+        reasons.sort_by_key(|r| std::cmp::Reverse(r.severity()));
+        let mut seen = Vec::with_capacity(reasons.len());
+        reasons.retain(|r| {
+            if seen.contains(r) {
+                false
+            } else {
+                seen.push(r.clone());
+                true
+            }
+        });
+        let status = reasons
+            .iter()
+            .map(Reason::severity)
+            .max()
+            .unwrap_or(Status::Ok);
+        GpuHealth {
+            index,
+            status,
+            reasons,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_round_trip() {
+        for r in [
+            Reason::EccUncorrectable,
+            Reason::EccCorrectable,
+            Reason::RetiredPagesPending,
+            Reason::RowRemapPending,
+            Reason::RowRemapFailure,
+            Reason::GpuLost,
+            Reason::Xid(79),
+            Reason::XidOther(13),
+            Reason::NvmlTimeout,
+            Reason::NvmlUnavailable,
+            Reason::DriverNotLoaded,
+            Reason::NotInNvml,
+            Reason::QueryFailed("ecc_mode".into()),
+            Reason::Other("new_thing".into()),
+        ] {
+            assert_eq!(Reason::from_token(&r.token()), r);
+        }
+    }
+
+    #[test]
+    fn status_is_most_severe_reason() {
+        let g = GpuHealth::from_reasons(
+            2,
+            vec![
+                Reason::EccCorrectable,
+                Reason::NvmlTimeout,
+                Reason::Xid(79),
+                Reason::EccCorrectable,
+            ],
+        );
+        assert_eq!(g.status, Status::Faulty);
+        assert_eq!(
+            g.reasons,
+            vec![Reason::Xid(79), Reason::NvmlTimeout, Reason::EccCorrectable]
+        );
+        assert_eq!(GpuHealth::from_reasons(0, vec![]).status, Status::Ok);
+    }
+}

@@ -1,0 +1,488 @@
+//! The node `Extra` JSON format: how the agent publishes per-GPU health (and the NVLink matrix
+//! it measured) to slurmctld, and how the select plugin reads it back.
+//!
+//! Slurm's node `Extra` is a free string that root/SlurmUser set with
+//! `scontrol update NodeName=X Extra=...`; it survives slurmctld restarts (node state file).
+//! gputopo stores a JSON object and owns only its `gputopo` key, so other tools may keep their
+//! own keys next to it:
+//!
+//! ```text
+//! {"gputopo":{"v":1,
+//!   "gpus":[{"i":0,"s":"ok"},{"i":3,"s":"faulty","r":["ecc_uncorrectable"]}, ...],
+//!   "links":[[0,18,...],[18,0,...],...],     optional: NVLinks per pair, NVSwitch applied
+//!   "pcie":[[0,1,3,...],...],                optional: PCIe level per pair, 0=SB 1=PIX 2=PXB
+//!                                            3=PHB 4=NODE 5=SYS
+//!   "e":["driver_not_loaded"]}}              optional: node-level problems
+//! ```
+//!
+//! - `v`: format version. Readers reject other versions; writers bump it only for incompatible
+//!   changes (new optional fields and new reason tokens keep `v`: 1, and readers ignore unknown
+//!   fields and keep unknown reason tokens as [`Reason::Other`]).
+//! - `gpus[].i`: Slurm GRES index (the order of `File=` in gres.conf, mapped from NVML through the
+//!   device minor number); `s`: `ok`|`degraded`|`unknown`|`faulty`; `r`: reason tokens (absent
+//!   when empty). GPUs the agent could not see at all are absent, or listed `unknown`.
+//! - `links`/`pcie`: `n`×`n` matrices in GRES index order (diagonal 0), `n` = number of GPUs.
+//!
+//! [`parse_extra`] is what slurmctld runs (through the select plugin) for every node it
+//! considers, so it is cheap: one pass of serde_json over the string, skipping foreign keys
+//! without allocating, and a few small vectors for our part. It never panics (property-tested).
+
+use super::{GpuHealth, Reason, Status};
+use crate::gpuset::{GpuSet, MAX_GPUS};
+use crate::topology::{NodeTopology, PcieLevel};
+
+/// The current format version.
+pub const VERSION: u32 = 1;
+
+/// An `n`×`n` matrix of small numbers in GRES index order (row-major).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LinkMatrix {
+    n: usize,
+    cells: Vec<u8>,
+}
+
+impl LinkMatrix {
+    /// Number of GPUs (rows).
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// True for a 0×0 matrix (never produced by [`parse_extra`]).
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The cell for GPUs `a`, `b`; `None` when out of range.
+    pub fn get(&self, a: usize, b: usize) -> Option<u8> {
+        if a < self.n && b < self.n {
+            self.cells.get(a * self.n + b).copied()
+        } else {
+            None
+        }
+    }
+
+    fn from_fn(n: usize, f: impl Fn(usize, usize) -> u8) -> Self {
+        let mut cells = Vec::with_capacity(n * n);
+        for a in 0..n {
+            for b in 0..n {
+                cells.push(if a == b { 0 } else { f(a, b) });
+            }
+        }
+        LinkMatrix { n, cells }
+    }
+
+    fn rows(&self) -> Vec<&[u8]> {
+        if self.n == 0 {
+            return Vec::new();
+        }
+        self.cells.chunks(self.n).collect()
+    }
+
+    fn from_rows(rows: Vec<Vec<u8>>, what: &str, max: u8) -> Result<Self, ExtraError> {
+        let n = rows.len();
+        if n == 0 || n > MAX_GPUS {
+            return Err(ExtraError(format!(
+                "{what}: must have 1 to {MAX_GPUS} rows"
+            )));
+        }
+        let mut cells = Vec::with_capacity(n * n);
+        for (a, row) in rows.into_iter().enumerate() {
+            if row.len() != n {
+                return Err(ExtraError(format!(
+                    "{what}: row {a} has {} cells, not {n}",
+                    row.len()
+                )));
+            }
+            if let Some(&bad) = row.iter().find(|&&c| c > max) {
+                return Err(ExtraError(format!("{what}: value {bad} above {max}")));
+            }
+            cells.extend(row);
+        }
+        Ok(LinkMatrix { n, cells })
+    }
+}
+
+/// One node's published health.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct NodeHealth {
+    /// Verdicts by GRES index (sorted by index, at most one per index).
+    pub gpus: Vec<GpuHealth>,
+    /// NVLinks per GPU pair with NVSwitch semantics, when the agent measured them.
+    pub links: Option<LinkMatrix>,
+    /// PCIe level per GPU pair as an index into [`PcieLevel::ALL`], when measured.
+    pub pcie: Option<LinkMatrix>,
+    /// Node-level problems (e.g. `driver_not_loaded`), empty when none.
+    pub errors: Vec<Reason>,
+}
+
+impl NodeHealth {
+    /// Health for `gpus`, with `topo`'s NVLink and PCIe matrices when given.
+    pub fn new(mut gpus: Vec<GpuHealth>, topo: Option<&NodeTopology>, errors: Vec<Reason>) -> Self {
+        gpus.sort_by_key(|g| g.index);
+        gpus.dedup_by_key(|g| g.index);
+        let links = topo.map(|t| LinkMatrix::from_fn(t.len(), |a, b| t.link(a, b).nvlinks));
+        let pcie = topo.map(|t| {
+            LinkMatrix::from_fn(t.len(), |a, b| {
+                let l = t.link(a, b).pcie;
+                PcieLevel::ALL.iter().position(|&x| x == l).unwrap_or(5) as u8
+            })
+        });
+        NodeHealth {
+            gpus,
+            links,
+            pcie,
+            errors,
+        }
+    }
+
+    /// The verdict of GPU `index`, if published.
+    pub fn status(&self, index: usize) -> Option<Status> {
+        self.gpus
+            .iter()
+            .find(|g| g.index == index)
+            .map(|g| g.status)
+    }
+
+    /// The GPUs with verdict `status`.
+    pub fn with_status(&self, status: Status) -> GpuSet {
+        self.gpus
+            .iter()
+            .filter(|g| g.status == status)
+            .map(|g| g.index)
+            .collect()
+    }
+
+    /// The PCIe level between `a` and `b`, when published.
+    pub fn pcie_level(&self, a: usize, b: usize) -> Option<PcieLevel> {
+        let v = self.pcie.as_ref()?.get(a, b)?;
+        PcieLevel::ALL.get(v as usize).copied()
+    }
+
+    /// Overwrites `topo`'s NVLink counts (and PCIe levels, when published) with the agent's
+    /// measurement. Returns false and changes nothing when the sizes differ (e.g. gres.conf
+    /// and the agent disagree on the GPU count).
+    pub fn apply_to(&self, topo: &mut NodeTopology) -> bool {
+        let n = topo.len();
+        let Some(links) = &self.links else {
+            return false;
+        };
+        if links.len() != n || self.pcie.as_ref().is_some_and(|p| p.len() != n) {
+            return false;
+        }
+        for a in 0..n {
+            for b in a + 1..n {
+                let _ = topo.set_nvlinks(a, b, links.get(a, b).unwrap_or(0));
+                if let Some(l) = self.pcie_level(a, b) {
+                    let _ = topo.set_pcie(a, b, l);
+                }
+            }
+        }
+        true
+    }
+
+    /// The value of the `gputopo` key, as compact JSON.
+    pub fn to_json(&self) -> String {
+        let wire = wire::Health {
+            v: VERSION,
+            gpus: self
+                .gpus
+                .iter()
+                .map(|g| wire::Gpu {
+                    i: g.index,
+                    s: g.status,
+                    r: g.reasons.clone(),
+                })
+                .collect(),
+            links: self
+                .links
+                .as_ref()
+                .map(|m| m.rows().iter().map(|r| r.to_vec()).collect()),
+            pcie: self
+                .pcie
+                .as_ref()
+                .map(|m| m.rows().iter().map(|r| r.to_vec()).collect()),
+            e: self.errors.clone(),
+        };
+        serde_json::to_string(&wire).unwrap_or_else(|_| String::from("{}"))
+    }
+}
+
+/// Our part of `Extra` is there but malformed (wrong version, wrong shape, bad values).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("node Extra: malformed \"gputopo\" health: {0}")]
+pub struct ExtraError(pub String);
+
+/// Parses a node's `Extra` string.
+///
+/// - `Ok(None)`: not ours: empty, not JSON, JSON that is not an object, or an object without a
+///   `gputopo` key (or with `"gputopo":null`). The select plugin then treats every GPU as ok.
+/// - `Ok(Some(h))`: our health, validated (version, unique indices below [`MAX_GPUS`], square
+///   matrices with one row per GPU).
+/// - `Err(e)`: a `gputopo` key that is malformed; log it and treat the node as unpublished.
+///
+/// Never panics; allocates only for our part of the string.
+pub fn parse_extra(extra: &str) -> Result<Option<NodeHealth>, ExtraError> {
+    let t = extra.trim_start();
+    if !t.starts_with('{') {
+        return Ok(None);
+    }
+    let env: wire::Envelope = match serde_json::from_str(t) {
+        Ok(e) => e,
+        Err(e) => {
+            // Not JSON at all (an admin string that happens to start with '{'): not ours.
+            if serde_json::from_str::<serde::de::IgnoredAny>(t).is_err() {
+                return Ok(None);
+            }
+            return Err(ExtraError(e.to_string()));
+        }
+    };
+    let Some(w) = env.gputopo else {
+        return Ok(None);
+    };
+    if w.v != VERSION {
+        return Err(ExtraError(format!(
+            "version {} is not supported (this gputopo reads {VERSION})",
+            w.v
+        )));
+    }
+    let mut seen = GpuSet::EMPTY;
+    let mut gpus = Vec::with_capacity(w.gpus.len());
+    for g in w.gpus {
+        if g.i >= MAX_GPUS || seen.contains(g.i) {
+            return Err(ExtraError(format!(
+                "GPU index {} is repeated or not below {MAX_GPUS}",
+                g.i
+            )));
+        }
+        seen.insert(g.i);
+        gpus.push(GpuHealth {
+            index: g.i,
+            status: g.s,
+            reasons: g.r,
+        });
+    }
+    gpus.sort_by_key(|g| g.index);
+    let links = w
+        .links
+        .map(|r| LinkMatrix::from_rows(r, "links", u8::MAX))
+        .transpose()?;
+    let pcie = w
+        .pcie
+        .map(|r| LinkMatrix::from_rows(r, "pcie", (PcieLevel::ALL.len() - 1) as u8))
+        .transpose()?;
+    for (what, m) in [("links", &links), ("pcie", &pcie)] {
+        if let Some(m) = m {
+            if !gpus.is_empty() && m.len() != gpus.len() {
+                return Err(ExtraError(format!(
+                    "{what}: {} rows for {} GPUs",
+                    m.len(),
+                    gpus.len()
+                )));
+            }
+        }
+    }
+    Ok(Some(NodeHealth {
+        gpus,
+        links,
+        pcie,
+        errors: w.e,
+    }))
+}
+
+/// Why [`merge_extra`] refused to write.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MergeRefused {
+    /// The current Extra is an administrator's plain string; overwriting it would lose it.
+    #[error(
+        "node Extra holds a non-JSON value set by someone else ({0:?}); refusing to overwrite it. \
+         Clear it (scontrol update NodeName=<node> Extra=) or turn it into a JSON object"
+    )]
+    NotJson(String),
+    /// The current Extra is JSON but not an object (e.g. a number or an array).
+    #[error(
+        "node Extra holds JSON that is not an object ({0:?}); refusing to overwrite it. \
+         Clear it or turn it into a JSON object"
+    )]
+    NotObject(String),
+}
+
+/// The new Extra string: `existing` with its `gputopo` key set to `ours`, written first (other
+/// keys kept, in sorted order). Empty and `(null)` count as no value.
+///
+/// # Errors
+/// [`MergeRefused`] when `existing` is a non-JSON string or JSON that is not an object.
+pub fn merge_extra(existing: &str, ours: &NodeHealth) -> Result<String, MergeRefused> {
+    let t = existing.trim();
+    let preview = || t.chars().take(60).collect::<String>();
+    let mut obj = if t.is_empty() || t == "(null)" {
+        serde_json::Map::new()
+    } else {
+        match serde_json::from_str::<serde_json::Value>(t) {
+            Ok(serde_json::Value::Object(m)) => m,
+            Ok(_) => return Err(MergeRefused::NotObject(preview())),
+            Err(_) => return Err(MergeRefused::NotJson(preview())),
+        }
+    };
+    obj.remove("gputopo");
+    let mut out = String::from("{\"gputopo\":");
+    out.push_str(&ours.to_json());
+    for (k, v) in obj {
+        out.push(',');
+        out.push_str(&serde_json::Value::String(k).to_string());
+        out.push(':');
+        out.push_str(&v.to_string());
+    }
+    out.push('}');
+    Ok(out)
+}
+
+/// The serde shapes of the format (kept private so the public model can evolve).
+mod wire {
+    use super::{Reason, Status};
+
+    #[derive(serde::Deserialize)]
+    pub(super) struct Envelope {
+        #[serde(default)]
+        pub gputopo: Option<Health>,
+    }
+
+    #[derive(serde::Serialize, serde::Deserialize)]
+    pub(super) struct Health {
+        pub v: u32,
+        #[serde(default)]
+        pub gpus: Vec<Gpu>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub links: Option<Vec<Vec<u8>>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub pcie: Option<Vec<Vec<u8>>>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub e: Vec<Reason>,
+    }
+
+    #[derive(serde::Serialize, serde::Deserialize)]
+    pub(super) struct Gpu {
+        pub i: usize,
+        pub s: Status,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub r: Vec<Reason>,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::fixture;
+
+    fn sample() -> NodeHealth {
+        let topo = fixture::parse(
+            "Node Name=x Gpus=2\nGpu Index=0 SwitchLinks=18\nGpu Index=1 SwitchLinks=18\n",
+        )
+        .unwrap();
+        NodeHealth::new(
+            vec![
+                GpuHealth::from_reasons(1, vec![Reason::EccUncorrectable]),
+                GpuHealth::from_reasons(0, vec![]),
+            ],
+            Some(&topo),
+            vec![],
+        )
+    }
+
+    #[test]
+    fn round_trips_and_is_compact() {
+        let h = sample();
+        let json = h.to_json();
+        assert_eq!(
+            json,
+            r#"{"v":1,"gpus":[{"i":0,"s":"ok"},{"i":1,"s":"faulty","r":["ecc_uncorrectable"]}],"links":[[0,18],[18,0]],"pcie":[[0,3],[3,0]]}"#
+        );
+        let extra = merge_extra("", &h).unwrap();
+        assert_eq!(parse_extra(&extra).unwrap(), Some(h.clone()));
+        assert_eq!(h.with_status(Status::Faulty), GpuSet::from_bits(0b10));
+        assert_eq!(h.pcie_level(0, 1), Some(PcieLevel::Phb));
+    }
+
+    #[test]
+    fn foreign_values_are_not_ours() {
+        for s in [
+            "",
+            "(null)",
+            "rack=12",
+            "{not json",
+            "[1,2]",
+            "5",
+            r#"{"a":1}"#,
+            r#"{"gputopo":null}"#,
+        ] {
+            assert_eq!(parse_extra(s), Ok(None), "{s}");
+        }
+        for s in [
+            r#"{"gputopo":{"v":2}}"#,
+            r#"{"gputopo":{"v":1,"gpus":[{"i":0,"s":"ok"},{"i":0,"s":"ok"}]}}"#,
+            r#"{"gputopo":{"v":1,"gpus":[{"i":0,"s":"weird"}]}}"#,
+            r#"{"gputopo":{"v":1,"gpus":[{"i":0,"s":"ok"}],"links":[[0,1]]}}"#,
+            r#"{"gputopo":{"v":1,"pcie":[[9]]}}"#,
+            r#"{"gputopo":[]}"#,
+        ] {
+            assert!(parse_extra(s).is_err(), "{s}");
+        }
+    }
+
+    #[test]
+    fn merge_keeps_foreign_keys_and_refuses_plain_strings() {
+        let h = sample();
+        let m = merge_extra(r#"{"rack":"b12","gputopo":{"v":0}}"#, &h).unwrap();
+        assert!(m.starts_with(r#"{"gputopo":{"v":1,"#));
+        assert!(m.ends_with(r#","rack":"b12"}"#));
+        assert_eq!(merge_extra(&m, &h).unwrap(), m, "idempotent");
+        assert!(matches!(
+            merge_extra("rack b12", &h),
+            Err(MergeRefused::NotJson(_))
+        ));
+        assert!(matches!(
+            merge_extra("[1]", &h),
+            Err(MergeRefused::NotObject(_))
+        ));
+    }
+
+    #[test]
+    fn applies_measured_links() {
+        let mut t = crate::topology::NodeTopology::uniform("t", 2, PcieLevel::Sys).unwrap();
+        assert!(sample().apply_to(&mut t));
+        assert_eq!(t.link(0, 1).nvlinks, 18);
+        assert_eq!(t.link(1, 0).pcie, PcieLevel::Phb);
+        let mut t3 = crate::topology::NodeTopology::uniform("t", 3, PcieLevel::Sys).unwrap();
+        assert!(!sample().apply_to(&mut t3));
+    }
+}
+
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn parse_never_panics(s in ".{0,200}") {
+            let _ = parse_extra(&s);
+            let _ = merge_extra(&s, &NodeHealth::default());
+        }
+
+        #[test]
+        fn parse_never_panics_on_near_misses(
+            v in 0u32..3, i in proptest::collection::vec(0usize..40, 0..5),
+            s in "(ok|faulty|degraded|unknown|x)", r in "[a-z_:0-9]{0,12}",
+            n in 0usize..4, m in 0usize..4, c in 0u16..300,
+        ) {
+            let gpus: Vec<String> = i.iter().map(|i| format!(r#"{{"i":{i},"s":"{s}","r":["{r}"]}}"#)).collect();
+            let row = format!("[{}]", vec![c.to_string(); m].join(","));
+            let links = format!("[{}]", vec![row; n].join(","));
+            let text = format!(r#"{{"x":[1,{{}}],"gputopo":{{"v":{v},"gpus":[{}],"links":{links},"pcie":{links}}}}}"#, gpus.join(","));
+            if let Ok(Some(h)) = parse_extra(&text) {
+                // Whatever parses re-serialises to something that parses the same.
+                let again = parse_extra(&merge_extra("", &h).unwrap()).unwrap();
+                prop_assert_eq!(again, Some(h));
+            }
+        }
+    }
+}
