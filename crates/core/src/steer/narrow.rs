@@ -1,1 +1,212 @@
-//! x
+//! Node steering: which candidate nodes to offer cons_tres, and in which order.
+//!
+//! cons_tres picks nodes by its own weights and ignores how well the free GPUs of a node are
+//! connected. The plugin cannot pass it a preference, but it can narrow the candidate bitmap:
+//! it offers the best-ranked nodes first and widens on failure, ending with every candidate,
+//! so a job that cons_tres could place is never refused because of steering ([`plan`]).
+//!
+//! Ranking (best first): a node whose best achievable set needs fewer degraded GPUs, then a
+//! higher engine score of that set, then the tightest fit (fewest free GPUs left over, which
+//! keeps whole free nodes for large jobs). Required nodes (`--nodelist`) are in every tier.
+//! Tiers smaller than the job's minimum node count are skipped, so multi-node jobs are never
+//! starved by narrowing, and the number of cons_tres calls is capped.
+//!
+//! Health pre-filter ([`health_filter`]): drop nodes that cannot give the job enough
+//! non-faulty GPUs, counting free ones for RUN_NOW and all of them for WILL_RUN (backfill
+//! plans with GPUs that running jobs will release). Never applied in TEST_ONLY: a transient
+//! fault must not make a job "never runnable".
+
+use super::repick::choose_healthiest;
+use super::{GpuHealth, Placer};
+use crate::gpuset::GpuSet;
+use crate::topology::NodeTopology;
+use std::cmp::Reverse;
+
+/// One candidate node.
+#[derive(Clone, Copy, Debug)]
+pub struct Candidate<'a> {
+    /// The node's index in slurmctld's node table (a bit of the candidate bitmap).
+    pub node: usize,
+    /// Its interconnect.
+    pub topo: &'a NodeTopology,
+    /// GPUs the job could use there now: of the requested type, not allocated, shared GRES
+    /// not in use. Health aside.
+    pub free: GpuSet,
+    /// GPUs of the requested type, allocated or not (for WILL_RUN).
+    pub of_type: GpuSet,
+    /// Per-GPU health.
+    pub health: GpuHealth,
+}
+
+/// What the health pre-filter counts as available.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Basis {
+    /// RUN_NOW: GPUs free now.
+    FreeNow,
+    /// WILL_RUN: every GPU of the type; running jobs will end.
+    Total,
+}
+
+/// A node the health pre-filter removed, for the decision log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    /// Node index.
+    pub node: usize,
+    /// Non-faulty GPUs it has on the chosen basis.
+    pub have: usize,
+}
+
+/// The pre-filter's answer.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filtered {
+    /// Node indices kept, ascending.
+    pub kept: Vec<usize>,
+    /// Nodes removed and why.
+    pub dropped: Vec<Dropped>,
+}
+
+/// Drops candidates with fewer than `need` non-faulty GPUs on `basis`. Nodes in `required`
+/// are always kept (the GPU re-pick excludes them later if they really cannot serve).
+pub fn health_filter(
+    cands: &[Candidate<'_>],
+    need: usize,
+    basis: Basis,
+    required: &[usize],
+) -> Filtered {
+    let mut out = Filtered::default();
+    for c in cands {
+        let base = match basis {
+            Basis::FreeNow => c.free,
+            Basis::Total => c.of_type,
+        };
+        let have = base.difference(c.health.faulty).len();
+        if have >= need || required.contains(&c.node) {
+            out.kept.push(c.node);
+        } else {
+            out.dropped.push(Dropped { node: c.node, have });
+        }
+    }
+    out.kept.sort_unstable();
+    out
+}
+
+/// What the job needs, for planning.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Need {
+    /// GPUs per node (0: no GPU request or unknown split; no steering).
+    pub gpus_per_node: usize,
+    /// The job's minimum node count.
+    pub min_nodes: usize,
+    /// Nodes the job requires (`--nodelist`).
+    pub required: Vec<usize>,
+    /// Most cons_tres calls the plan may cost, final one included (at least 1).
+    pub max_calls: usize,
+}
+
+/// Candidate sets to try in order; the last is always every candidate given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Node indices per try, each ascending; each try is a superset of the previous one.
+    pub tiers: Vec<Vec<usize>>,
+}
+
+impl Plan {
+    /// True when the plan narrows anything (more than the final try).
+    pub fn narrows(&self) -> bool {
+        self.tiers.len() > 1
+    }
+}
+
+/// Rank key of a node that can take the job now: higher is better.
+type Key<S> = (Reverse<usize>, S, Reverse<usize>);
+
+/// The node ranking for a job of `gpus_per_node` GPUs on each node: best first, with each
+/// node's rank key. Nodes that cannot take the job now are left out.
+pub fn rank<P: Placer>(
+    placer: &P,
+    cands: &[Candidate<'_>],
+    gpus_per_node: usize,
+) -> Vec<(usize, Key<P::Score>)> {
+    let mut ranked: Vec<(usize, Key<P::Score>)> = cands
+        .iter()
+        .filter_map(|c| {
+            let pool = c
+                .free
+                .intersection(c.topo.all())
+                .difference(c.health.faulty);
+            let set = choose_healthiest(
+                placer,
+                c.topo,
+                pool,
+                c.health.degraded,
+                gpus_per_node,
+                GpuSet::EMPTY,
+            )?;
+            let degraded = set.intersection(c.health.degraded).len();
+            let left = pool.len() - gpus_per_node;
+            Some((
+                c.node,
+                (Reverse(degraded), placer.score(c.topo, set), Reverse(left)),
+            ))
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranked
+}
+
+/// The tries for one job over `cands` (already health-filtered). See the module docs.
+pub fn plan<P: Placer>(placer: &P, cands: &[Candidate<'_>], need: &Need) -> Plan {
+    let mut all: Vec<usize> = cands.iter().map(|c| c.node).collect();
+    all.sort_unstable();
+    let fin = Plan {
+        tiers: vec![all.clone()],
+    };
+    if need.gpus_per_node == 0 || need.max_calls <= 1 {
+        return fin;
+    }
+    let ranked = rank(placer, cands, need.gpus_per_node);
+    let Some((_, top)) = ranked.first() else {
+        return fin;
+    };
+    // Tier 1: the best class exactly; tier 2: same health and score, any fit.
+    let same_class: [&dyn Fn(&Key<P::Score>) -> bool; 2] =
+        [&|k| k == top, &|k| k.0 == top.0 && k.1 == top.1];
+    let mut tiers: Vec<Vec<usize>> = Vec::new();
+    for in_class in same_class {
+        let mut tier: Vec<usize> = ranked
+            .iter()
+            .filter(|(_, k)| in_class(k))
+            .map(|(n, _)| *n)
+            .collect();
+        // Too small for a multi-node job: extend down the ranking.
+        for (n, _) in &ranked {
+            if tier.len() + need.required.len() >= need.min_nodes.max(1) {
+                break;
+            }
+            if !tier.contains(n) {
+                tier.push(*n);
+            }
+        }
+        tier.extend(need.required.iter().copied().filter(|r| all.contains(r)));
+        tier.sort_unstable();
+        tier.dedup();
+        if tier.len() >= need.min_nodes.max(1)
+            && tier.len() < all.len()
+            && tiers.last() != Some(&tier)
+        {
+            tiers.push(tier);
+        }
+    }
+    tiers.truncate(need.max_calls - 1);
+    tiers.push(all);
+    Plan { tiers }
+}
+
+/// In WILL_RUN, a narrowed try is accepted only when it lets the job start now: a later
+/// start on the preferred nodes must not delay a job the full set could start at once.
+pub fn accept_will_run(is_final: bool, start_time: i64, now: i64) -> bool {
+    is_final || start_time <= now
+}
+
+#[cfg(test)]
+mod tests;

@@ -218,7 +218,7 @@ pub fn repick<P: Placer>(placer: &P, input: &NodeInput<'_>) -> Decision<P::Score
 
 /// The engine's best `count` GPUs out of `pool`, using degraded GPUs only to make up the
 /// count: all healthy GPUs are then required, so the fewest degraded ones are taken.
-fn choose_healthiest<P: Placer>(
+pub(crate) fn choose_healthiest<P: Placer>(
     placer: &P,
     topo: &NodeTopology,
     pool: GpuSet,

@@ -1,0 +1,174 @@
+//! Named planning cases on DGX-1V nodes, then invariants over many pseudo-random clusters.
+
+use super::*;
+use crate::steer::oracle::{BruteForce, dgx1v, set};
+
+fn cand<'a>(node: usize, topo: &'a NodeTopology, free: &[usize]) -> Candidate<'a> {
+    Candidate {
+        node,
+        topo,
+        free: set(free),
+        of_type: topo.all(),
+        health: GpuHealth::ALL_OK,
+    }
+}
+
+fn need(k: usize, min_nodes: usize) -> Need {
+    Need {
+        gpus_per_node: k,
+        min_nodes,
+        required: vec![],
+        max_calls: 3,
+    }
+}
+
+#[test]
+fn health_filter_counts_free_now_or_total() {
+    let t = dgx1v();
+    let mut c = vec![
+        cand(0, &t, &[0, 1, 2, 3, 4, 5, 6, 7]),
+        cand(1, &t, &[2, 3]),
+        cand(2, &t, &[5]),
+    ];
+    c[1].health.faulty = set(&[3]);
+    c[2].health.faulty = t.all();
+    let f = health_filter(&c, 2, Basis::FreeNow, &[]);
+    assert_eq!(f.kept, vec![0]);
+    assert_eq!(
+        f.dropped,
+        vec![Dropped { node: 1, have: 1 }, Dropped { node: 2, have: 0 }]
+    );
+    // Backfill: node 1 has 7 non-faulty GPUs in total, node 2 none.
+    let f = health_filter(&c, 2, Basis::Total, &[]);
+    assert_eq!(f.kept, vec![0, 1]);
+    // Required nodes stay.
+    let f = health_filter(&c, 2, Basis::FreeNow, &[2]);
+    assert_eq!(f.kept, vec![0, 2]);
+}
+
+#[test]
+fn best_fit_of_best_sets_first_then_widen() {
+    let t = dgx1v();
+    let c = [
+        cand(0, &t, &[0, 1, 2, 3, 4, 5, 6, 7]),
+        cand(1, &t, &[2, 3]),
+        cand(2, &t, &[0, 1]),
+        cand(3, &t, &[5, 6, 7]),
+    ];
+    let p = plan(&BruteForce, &c, &need(2, 1));
+    assert_eq!(p.tiers, vec![vec![1], vec![0, 1, 3], vec![0, 1, 2, 3]]);
+    assert!(p.narrows());
+    // One call allowed: no narrowing.
+    let mut n = need(2, 1);
+    n.max_calls = 1;
+    assert_eq!(plan(&BruteForce, &c, &n).tiers, vec![vec![0, 1, 2, 3]]);
+    // Two calls: the best tier, then everything.
+    n.max_calls = 2;
+    assert_eq!(
+        plan(&BruteForce, &c, &n).tiers,
+        vec![vec![1], vec![0, 1, 2, 3]]
+    );
+    // No GPUs requested: nothing to steer.
+    assert!(!plan(&BruteForce, &c, &need(0, 1)).narrows());
+}
+
+#[test]
+fn degraded_nodes_come_last_and_multi_node_jobs_get_enough_nodes() {
+    let t = dgx1v();
+    let mut c = [
+        cand(0, &t, &[2, 3]),
+        cand(1, &t, &[2, 3]),
+        cand(2, &t, &[0, 1]),
+    ];
+    c[0].health.degraded = set(&[3]);
+    let p = plan(&BruteForce, &c, &need(2, 1));
+    assert_eq!(p.tiers[0], vec![1]);
+    // Three nodes needed: no narrower tier is possible.
+    assert_eq!(
+        plan(&BruteForce, &c, &need(2, 3)).tiers,
+        vec![vec![0, 1, 2]]
+    );
+    // Two nodes: the two best.
+    let p = plan(&BruteForce, &c, &need(2, 2));
+    assert_eq!(p.tiers[0].len(), 2);
+    assert!(p.tiers[0].contains(&1));
+    // A required node is in every tier.
+    let mut n = need(2, 1);
+    n.required = vec![2];
+    for tier in plan(&BruteForce, &c, &n).tiers {
+        assert!(tier.contains(&2));
+    }
+}
+
+#[test]
+fn nodes_that_cannot_fit_now_are_only_in_the_final_try() {
+    let t = dgx1v();
+    let c = [cand(0, &t, &[1]), cand(1, &t, &[]), cand(2, &t, &[4, 7])];
+    let p = plan(&BruteForce, &c, &need(2, 1));
+    assert_eq!(p.tiers, vec![vec![2], vec![0, 1, 2]]);
+    // Nobody fits now: one call, unchanged.
+    let p = plan(&BruteForce, &c[..2], &need(2, 1));
+    assert_eq!(p.tiers, vec![vec![0, 1]]);
+}
+
+#[test]
+fn will_run_accepts_narrowed_tries_only_for_an_immediate_start() {
+    assert!(accept_will_run(false, 100, 100));
+    assert!(!accept_will_run(false, 101, 100));
+    assert!(accept_will_run(true, 5000, 100));
+}
+
+/// A small deterministic generator (no external crate needed for this sweep).
+fn lcg(seed: &mut u64) -> u64 {
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    *seed >> 33
+}
+
+#[test]
+fn plan_invariants_on_random_clusters() {
+    let t = dgx1v();
+    let mut seed = 7;
+    for _ in 0..300 {
+        let n = 1 + (lcg(&mut seed) % 12) as usize;
+        let cands: Vec<Candidate<'_>> = (0..n)
+            .map(|i| {
+                let free = GpuSet::from_bits((lcg(&mut seed) & 0xff) as u32);
+                let mut c = cand(i * 3, &t, &[]);
+                c.free = free;
+                c.health.faulty = GpuSet::from_bits((lcg(&mut seed) & 0x11) as u32);
+                c.health.degraded = GpuSet::from_bits((lcg(&mut seed) & 0x22) as u32);
+                c
+            })
+            .collect();
+        let k = 1 + (lcg(&mut seed) % 4) as usize;
+        let mut nd = need(k, 1 + (lcg(&mut seed) % 3) as usize);
+        nd.max_calls = 1 + (lcg(&mut seed) % 4) as usize;
+        if lcg(&mut seed) % 4 == 0 {
+            nd.required = vec![cands[0].node];
+        }
+        let all: Vec<usize> = cands.iter().map(|c| c.node).collect();
+        let p = plan(&BruteForce, &cands, &nd);
+        assert!(!p.tiers.is_empty() && p.tiers.len() <= nd.max_calls);
+        assert_eq!(p.tiers.last(), Some(&all), "ends with the original set");
+        for w in p.tiers.windows(2) {
+            assert!(w[0].iter().all(|x| w[1].contains(x)), "tries only widen");
+            assert!(w[0].len() < w[1].len());
+        }
+        for tier in &p.tiers[..p.tiers.len() - 1] {
+            assert!(tier.len() >= nd.min_nodes, "no tier too small for the job");
+            assert!(nd.required.iter().all(|r| tier.contains(r)));
+            for node in tier {
+                if nd.required.contains(node) {
+                    continue;
+                }
+                let c = cands.iter().find(|c| c.node == *node).expect("known node");
+                assert!(
+                    c.free.difference(c.health.faulty).len() >= k,
+                    "narrowed tiers hold only nodes that fit now"
+                );
+            }
+        }
+    }
+}
