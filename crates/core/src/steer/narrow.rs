@@ -169,10 +169,15 @@ pub fn plan<P: Placer>(placer: &P, cands: &[Candidate<'_>], need: &Need) -> Plan
         return fin;
     };
     // Tier 1: the best class exactly; tier 2: same health and score, any fit.
-    let same_class: [&dyn Fn(&Key<P::Score>) -> bool; 2] =
-        [&|k| k == top, &|k| k.0 == top.0 && k.1 == top.1];
     let mut tiers: Vec<Vec<usize>> = Vec::new();
-    for in_class in same_class {
+    for exact in [true, false] {
+        let in_class = |k: &Key<P::Score>| {
+            if exact {
+                k == top
+            } else {
+                k.0 == top.0 && k.1 == top.1
+            }
+        };
         let mut tier: Vec<usize> = ranked
             .iter()
             .filter(|(_, k)| in_class(k))
