@@ -1,0 +1,358 @@
+#!/usr/bin/env bash
+# A real Slurm cluster on this one machine: munged, slurmctld and N slurmd (multiple-slurmd,
+# one port per emulated node), each node with 8 fake GPUs (char devices made with mknod) and a
+# gres.conf with Type=, Cores= and Links= from a topology file. Tests, benchmarks and the demo
+# all use it. Run as root.
+#
+#   contrib/cluster.sh up --release 22.05.8|24.11.5 --nodes N --topology NAME|FILE
+#                         [--select gputopo|cons_tres] [--priority basic|multifactor|gputopo]
+#                         [--dir DIR] [--extra-conf FILE] [--gputopo-conf FILE]
+#                         [--health-program PATH --health-interval SECONDS] [--debug]
+#   contrib/cluster.sh down [--dir DIR]
+#   contrib/cluster.sh env  [--dir DIR]     # prints: export SLURM_CONF=... PATH=...
+#
+# DIR (default /tmp/gputopo-cluster) holds everything of one cluster: etc/ (slurm.conf,
+# gres.conf, gputopo.conf), dev/, state/, spool/, log/, plugins/ and cluster.env. Ports are
+# derived from DIR, so clusters in different DIRs can run at the same time; `up` on a DIR whose
+# cluster still runs tears that one down first. `up` waits until every node is idle (bounded)
+# and on failure prints the log tails, tears down and exits non-zero. `down` kills every job,
+# stops the daemons and kills whatever is left of this cluster (slurmstepd and job processes
+# are found by SLURM_CONF in their environment or open files under DIR), leaving nothing behind.
+#
+# --extra-conf lines replace generated slurm.conf lines with the same key (NodeName= and
+# PartitionName= lines are added). The gputopo binary (gres.conf) is $GPUTOPO_BIN, or
+# target/release/gputopo ($CARGO_TARGET_DIR honoured), built with cargo if missing.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+log() { [ -n "${QUIET:-}" ] || echo "cluster.sh: $*" >&2; }
+now_ms() { date +%s%3N; }
+
+# --- release layout ------------------------------------------------------------------------
+release_paths() { # sets BIN SBIN PLUGINS for $release
+  case $release in
+    22.05.8) BIN=/usr/bin SBIN=/usr/sbin PLUGINS=/usr/lib/x86_64-linux-gnu/slurm-wlm ;;
+    24.11.5)
+      local p=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-24.11.5
+      BIN=$p/bin SBIN=$p/sbin PLUGINS=$p/lib/slurm ;;
+    *) die "unsupported release '$release' (supported: 22.05.8, 24.11.5)" ;;
+  esac
+}
+
+# --- processes -----------------------------------------------------------------------------
+alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
+pidfile_pid() { [ -s "$1" ] && tr -dc 0-9 < "$1" || true; }
+
+# Processes belonging to cluster $dir: its daemons and slurmstepd (SLURM_CONF=$dir/etc/slurm.conf
+# in their environment, or an open file under $dir such as their log), job processes (that
+# SLURM_CONF together with SLURM_JOB_ID), and all their descendants. Never this script or its
+# ancestors (a test runner may carry SLURM_CONF in its environment).
+cluster_pids() {
+  local d=$1 conf="SLURM_CONF=$1/etc/slurm.conf" p f roots=()
+  for p in $(ps -eo pid=,comm= | awk '$2 ~ /^slurm/ { print $1 }'); do
+    if grep -qzxF "$conf" "/proc/$p/environ" 2>/dev/null ||
+       ls -l "/proc/$p/fd" 2>/dev/null | grep -qF -- "-> $d/"; then roots+=("$p"); fi
+  done
+  for f in $(grep -lzxF "$conf" /proc/[0-9]*/environ 2>/dev/null || true); do
+    p=${f#/proc/}; p=${p%/environ}
+    grep -qz '^SLURM_JOB_ID=' "$f" 2>/dev/null && roots+=("$p")
+  done
+  [ ${#roots[@]} -gt 0 ] || return 0
+  ps -eo pid=,ppid= | awk -v roots="${roots[*]}" -v self=$$ '
+    { parent[$1] = $2; pids[NR] = $1 }
+    END {
+      n = split(roots, r, " "); for (i = 1; i <= n; i++) mark[r[i]] = 1
+      for (p = self; p > 1; p = parent[p]) { skip[p] = 1; if (!(p in parent)) break }
+      changed = 1
+      while (changed) { changed = 0
+        for (i in pids) { q = pids[i]; if (!(q in mark) && (parent[q] in mark)) { mark[q] = 1; changed = 1 } } }
+      for (q in mark) if (!(q in skip) && (q in parent)) print q
+    }'
+}
+
+start_munged() {
+  if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then return; fi
+  [ -s /etc/munge/munge.key ] || { mungekey --create --keyfile=/etc/munge/munge.key; chown munge:munge /etc/munge/munge.key; chmod 600 /etc/munge/munge.key; }
+  install -d -o munge -g munge -m 755 /run/munge
+  runuser -u munge -- env -u SLURM_CONF /usr/sbin/munged || die "munged did not start"
+  local i
+  for i in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && return; sleep 0.1; done
+  die "munged runs but munge -n | unmunge fails"
+}
+
+# --- down ----------------------------------------------------------------------------------
+cmd_down() {
+  [ -f "$dir/cluster.env" ] || { log "no cluster in $dir"; return 0; }
+  # shellcheck disable=SC1091
+  . "$dir/cluster.env"
+  export SLURM_CONF PATH="$GPUTOPO_SLURM_BIN:$GPUTOPO_SLURM_SBIN:$PATH"
+  local ctld i ids
+  ctld=$(pidfile_pid "$dir/slurmctld.pid")
+  if alive "$ctld"; then
+    ids=$(timeout 10 squeue -h -o %A 2>/dev/null | sort -u | tr '\n' ' ' || true)
+    if [ -n "${ids// }" ]; then
+      # shellcheck disable=SC2086
+      timeout 10 scancel --full --signal=KILL $ids 2>/dev/null || true
+      # shellcheck disable=SC2086
+      timeout 10 scancel $ids 2>/dev/null || true
+      for i in $(seq 300); do
+        [ -z "$(timeout 5 squeue -h -o %A 2>/dev/null)" ] && break
+        sleep 0.1
+      done
+    fi
+    timeout 10 scontrol shutdown >/dev/null 2>&1 || true
+  fi
+  # Wait for the daemons (bounded), then make sure: SIGTERM, SIGKILL.
+  local pids p
+  for i in $(seq 100); do
+    pids=$(cluster_pids "$dir")
+    [ -z "$pids" ] && break
+    sleep 0.1
+  done
+  for sig in TERM KILL; do
+    pids=$(cluster_pids "$dir")
+    [ -z "$pids" ] && break
+    for p in $pids; do kill -s "$sig" "$p" 2>/dev/null || true; done
+    for i in $(seq 50); do [ -z "$(cluster_pids "$dir")" ] && break; sleep 0.1; done
+  done
+  pids=$(cluster_pids "$dir")
+  [ -z "$pids" ] || die "processes of $dir survived SIGKILL: $pids"
+  rm -f "$dir/cluster.env"
+  log "cluster in $dir is down"
+}
+
+# --- env -----------------------------------------------------------------------------------
+cmd_env() {
+  [ -f "$dir/cluster.env" ] || die "no cluster in $dir (run: contrib/cluster.sh up ...)"
+  # shellcheck disable=SC1091
+  . "$dir/cluster.env"
+  echo "export SLURM_CONF=$SLURM_CONF PATH=$GPUTOPO_SLURM_BIN:$GPUTOPO_SLURM_SBIN:\$PATH"
+}
+
+# --- up ------------------------------------------------------------------------------------
+gputopo_bin() {
+  if [ -n "${GPUTOPO_BIN:-}" ]; then echo "$GPUTOPO_BIN"; return; fi
+  local t=${CARGO_TARGET_DIR:-$repo/target}
+  case $t in /*) ;; *) t=$repo/$t ;; esac
+  if [ ! -x "$t/release/gputopo" ]; then
+    log "building the gputopo command (cargo build --release -p gputopo-agent)"
+    (cd "$repo" && cargo build -q --release -p gputopo-agent --bin gputopo) >&2 || die "cannot build gputopo"
+  fi
+  echo "$t/release/gputopo"
+}
+
+# Writes gres.conf and the fake devices; sets GPU_TYPE and GPU_COUNT.
+write_gres() {
+  local bin n i node line file minor
+  bin=$(gputopo_bin)
+  : > "$dir/etc/gres.conf"
+  for i in $(seq "$nodes"); do
+    node=n$i
+    mkdir -p "$dir/dev/$node"
+    "$bin" gres-conf --topology "$topo" --node "$node" --file-prefix "$dir/dev/$node/nvidia" \
+      > "$dir/etc/gres.$node" || die "gputopo gres-conf --topology $topo failed"
+    while read -r line; do
+      file=$(sed -n 's/.* File=\([^ ]*\).*/\1/p' <<<"$line")
+      [ -n "$file" ] || die "gres.conf line without File=: $line"
+      minor=${file##*nvidia}
+      [ -e "$file" ] || mknod "$file" c 195 "$minor"
+    done < "$dir/etc/gres.$node"
+    cat "$dir/etc/gres.$node" >> "$dir/etc/gres.conf"
+    rm -f "$dir/etc/gres.$node"
+  done
+  GPU_COUNT=$(grep -c '^NodeName=n1 ' "$dir/etc/gres.conf")
+  GPU_TYPE=$(sed -n '1s/.* Type=\([^ ]*\).*/\1/p' "$dir/etc/gres.conf")
+  [ "$GPU_COUNT" -gt 0 ] || die "no GPUs in $topo"
+}
+
+# slurm.conf: generated lines, then --extra-conf (replacing lines with the same key).
+write_slurm_conf() {
+  local conf=$dir/etc/slurm.conf gres=gpu:$GPU_COUNT lastport=$((port_base + nodes))
+  [ -n "$GPU_TYPE" ] && gres=gpu:$GPU_TYPE:$GPU_COUNT
+  {
+    cat <<EOC
+# Written by contrib/cluster.sh up --release $release --nodes $nodes --topology $topo_arg --select $select --priority $priority
+ClusterName=gputopo$port_base
+SlurmctldHost=$(hostname -s)(127.0.0.1)
+SlurmctldPort=$port_base
+SlurmdPort=$((port_base + 1))
+AuthType=auth/munge
+CredType=cred/munge
+SlurmUser=root
+SlurmdUser=root
+PluginDir=$plugindir
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool/%n
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd-%n.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd-%n.log
+SlurmctldDebug=$ctld_debug
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=1
+SelectType=select/$select
+SelectTypeParameters=CR_Core
+PriorityType=priority/$priority
+GresTypes=gpu
+ReturnToService=2
+SlurmdParameters=config_overrides
+KillWait=2
+EOC
+    if [ -n "$health_program" ]; then
+      echo "HealthCheckProgram=$health_program"
+      echo "HealthCheckInterval=$health_interval"
+    fi
+    echo "NodeName=n[1-$nodes] NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 Port=[$((port_base + 1))-$lastport] Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=$gres State=UNKNOWN"
+    echo "PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+  } > "$conf"
+  if [ -n "$extra_conf" ]; then
+    local key line
+    echo "# --extra-conf $extra_conf" >> "$conf"
+    while IFS= read -r line || [ -n "$line" ]; do
+      case $line in ''|'#'*) continue ;; esac
+      key=${line%%=*}
+      case ${key,,} in
+        nodename|partitionname|nodeset|downnodes|frontendname) ;;
+        *) sed -i "/^${key}=/Id" "$conf" ;;
+      esac
+      echo "$line" >> "$conf"
+    done < "$extra_conf"
+  fi
+}
+
+fail_up() {
+  echo "cluster.sh: $*" >&2
+  local f
+  for f in "$dir/log/slurmctld.log" "$dir"/log/slurmd-n1.log; do
+    [ -f "$f" ] && { echo "--- last lines of $f" >&2; tail -n 25 "$f" >&2; }
+  done
+  [ -f "$dir/cluster.env" ] && { echo "--- sinfo" >&2; timeout 5 sinfo -N -o '%N %T %E' >&2 2>/dev/null || true; }
+  [ -n "${KEEP_ON_FAILURE:-}" ] || (QUIET=1 cmd_down) || true
+  exit 1
+}
+
+cmd_up() {
+  [ "$(id -u)" = 0 ] || die "run as root (mknod, daemons as root)"
+  [ -n "$release" ] || die "up needs --release 22.05.8|24.11.5"
+  [[ $nodes =~ ^[1-9][0-9]*$ ]] && [ "$nodes" -le 190 ] || die "--nodes must be 1 to 190"
+  [ -n "$topo_arg" ] || die "up needs --topology NAME|FILE (names: $(cd "$here/topologies" && ls ./*.topo | sed 's|./||;s|\.topo||' | tr '\n' ' '))"
+  case $select in gputopo|cons_tres) ;; *) die "--select must be gputopo or cons_tres" ;; esac
+  case $priority in basic|multifactor|gputopo) ;; *) die "--priority must be basic, multifactor or gputopo" ;; esac
+  if [ -f "$topo_arg" ]; then topo=$(realpath "$topo_arg")
+  elif [ -f "$here/topologies/$topo_arg.topo" ]; then topo=$here/topologies/$topo_arg.topo
+  else die "no topology '$topo_arg' (a file, or a name in contrib/topologies/)"; fi
+  for f in "$extra_conf" "$gputopo_conf"; do [ -z "$f" ] || [ -f "$f" ] || die "no such file: $f"; done
+  [ -z "$extra_conf" ] || extra_conf=$(realpath "$extra_conf")
+  if [ -n "$health_program" ]; then
+    [ -x "$health_program" ] || die "--health-program $health_program is not executable"
+    [[ $health_interval =~ ^[1-9][0-9]*$ ]] || die "--health-interval must be a positive number of seconds"
+  fi
+  release_paths
+  [ -x "$SBIN/slurmctld" ] || die "Slurm $release is not installed (run: contrib/slurm-install.sh $release)"
+
+  local t0; t0=$(now_ms)
+  mkdir -p "$dir"
+  dir=$(realpath "$dir")
+  # One bring-up at a time per DIR.
+  exec 7>"$dir.lock"
+  flock -w 120 7 || die "another cluster.sh holds $dir.lock"
+  (cmd_down) >/dev/null 2>&1 || true
+  # A cluster killed without `down` leaves processes but no cluster.env.
+  local p; for p in $(cluster_pids "$dir"); do kill -KILL "$p" 2>/dev/null || true; done
+
+  # Ports: derived from DIR (stride 200, 20000..59800), checked to be free.
+  port_base=$((20000 + ($(printf %s "$dir" | cksum | cut -d' ' -f1) % 200) * 200))
+  if command -v ss >/dev/null && ss -Htln | awk '{print $4}' | grep -qE ":($port_base|$((port_base + 1)))\$"; then
+    die "port $port_base or $((port_base + 1)) (derived from $dir) is in use; use another --dir"
+  fi
+
+  rm -rf "$dir/etc" "$dir/state" "$dir/spool" "$dir/log" "$dir/plugins" "$dir"/*.pid
+  mkdir -p "$dir/etc" "$dir/state" "$dir/log"
+  local i
+  for i in $(seq "$nodes"); do mkdir -p "$dir/spool/n$i"; done
+
+  plugindir=$PLUGINS
+  if [ "$select" = gputopo ] || [ "$priority" = gputopo ]; then
+    local so
+    so=${GPUTOPO_PLUGIN_SO:-}
+    if [ -z "$so" ]; then so=$("$here/build-plugin.sh" "$release" | tail -n 1) || die "contrib/build-plugin.sh $release failed"; fi
+    [ -f "$so" ] || die "plugin .so not found: $so"
+    plugindir=$dir/plugins
+    "$here/install-plugin.sh" "$so" "$plugindir" --release "$release" >&2 || die "contrib/install-plugin.sh failed"
+  fi
+
+  write_gres
+  write_slurm_conf
+  [ -z "$gputopo_conf" ] || cp "$gputopo_conf" "$dir/etc/gputopo.conf"
+
+  cat > "$dir/cluster.env" <<EOE
+SLURM_CONF=$dir/etc/slurm.conf
+GPUTOPO_SLURM_RELEASE=$release
+GPUTOPO_SLURM_BIN=$BIN
+GPUTOPO_SLURM_SBIN=$SBIN
+GPUTOPO_CLUSTER_NODES=$nodes
+GPUTOPO_CLUSTER_PORT=$port_base
+EOE
+  start_munged
+  export SLURM_CONF=$dir/etc/slurm.conf PATH="$BIN:$SBIN:$PATH"
+  "$SBIN/slurmctld" -f "$SLURM_CONF" || fail_up "slurmctld did not start"
+  for i in $(seq 300); do
+    timeout 5 scontrol ping 2>/dev/null | grep -q 'UP' && break
+    sleep 0.1
+  done
+  timeout 5 scontrol ping 2>/dev/null | grep -q 'UP' || fail_up "slurmctld does not answer after 30 s"
+  for i in $(seq "$nodes"); do
+    "$SBIN/slurmd" -f "$SLURM_CONF" -N "n$i" || fail_up "slurmd -N n$i did not start"
+  done
+  local idle=0
+  for i in $(seq 600); do
+    idle=$(timeout 5 sinfo -h -N -t idle -o %N 2>/dev/null | sort -u | wc -l || echo 0)
+    [ "$idle" -ge "$nodes" ] && break
+    sleep 0.1
+  done
+  [ "$idle" -ge "$nodes" ] || fail_up "only $idle of $nodes nodes idle after 60 s"
+  log "up: $nodes nodes of $(basename "$topo" .topo) idle, Slurm $release, select/$select, priority/$priority, $((($(now_ms) - t0))) ms, dir $dir"
+  echo "export SLURM_CONF=$SLURM_CONF PATH=$BIN:$SBIN:\$PATH"
+}
+
+# --- arguments -----------------------------------------------------------------------------
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+dir=${GPUTOPO_CLUSTER_DIR:-/tmp/gputopo-cluster}
+release= nodes=1 topo_arg= select=gputopo priority=basic extra_conf= gputopo_conf=
+health_program= health_interval=60 ctld_debug=info
+while [ $# -gt 0 ]; do
+  case $1 in
+    --release) release=$2; shift 2 ;;
+    --nodes) nodes=$2; shift 2 ;;
+    --topology) topo_arg=$2; shift 2 ;;
+    --select) select=$2; shift 2 ;;
+    --priority) priority=$2; shift 2 ;;
+    --dir) dir=$2; shift 2 ;;
+    --extra-conf) extra_conf=$2; shift 2 ;;
+    --gputopo-conf) gputopo_conf=$2; shift 2 ;;
+    --health-program) health_program=$2; shift 2 ;;
+    --health-interval) health_interval=$2; shift 2 ;;
+    --debug) ctld_debug=debug; shift ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+[ -d "$dir" ] && dir=$(realpath "$dir")
+
+case $cmd in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  env) cmd_env ;;
+  *) die "usage: cluster.sh up|down|env [options] (see --help)" ;;
+esac

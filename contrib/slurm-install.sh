@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Make one supported Slurm release runnable on this machine and print its install prefix.
+#
+#   contrib/slurm-install.sh 22.05.8   # Debian 12's packages (prefix /usr)
+#   contrib/slurm-install.sh 24.11.5   # built from source once, cached under /var/cache/gputopo
+#
+# 24.11.5 is configured with --enable-multiple-slurmd (the local harness runs several slurmd
+# on one host) and installed under ${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-24.11.5, outside
+# the checkout. The build runs on a copy of the tree from slurm-headers/fetch-slurm.sh, so that
+# tree stays pristine for bindgen. A stamp file marks a finished install; later calls return at
+# once. configure finds mariadb_config (libmariadb-dev) by itself and then also builds the
+# accounting_storage/mysql plugin slurmdbd needs. The build log is kept next to the install (build.log) for failures.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+ver=${1:?usage: slurm-install.sh <version> (22.05.8 or 24.11.5)}
+cache=${GPUTOPO_CACHE:-/var/cache/gputopo}
+
+case $ver in
+  22.05.8)
+    if [ "$(dpkg-query -W -f='${Version}' slurmctld 2>/dev/null)" != 22.05.8-4+deb12u3 ] ||
+       [ "$(dpkg-query -W -f='${Status}' slurmd 2>/dev/null)" != "install ok installed" ]; then
+      "$here/install-deps.sh" >&2
+    fi
+    /usr/sbin/slurmctld -V | grep -q "slurm-wlm 22.05.8\|slurm 22.05.8" ||
+      { echo "slurm-install.sh: /usr/sbin/slurmctld is not 22.05.8: $(/usr/sbin/slurmctld -V)" >&2; exit 1; }
+    echo /usr
+    exit 0 ;;
+  24.11.5) ;;
+  *) echo "slurm-install.sh: unsupported Slurm release '$ver' (supported: 22.05.8, 24.11.5)" >&2; exit 2 ;;
+esac
+
+prefix=$cache/slurm-$ver
+stamp=$prefix/.gputopo-installed
+if [ -f "$stamp" ]; then echo "$prefix"; exit 0; fi
+
+mkdir -p "$cache"
+exec 8>"$cache/.lock-install-$ver"
+flock 8
+if [ -f "$stamp" ]; then echo "$prefix"; exit 0; fi
+
+src=$("$here/../slurm-headers/fetch-slurm.sh" "$ver")
+build=$cache/build/slurm-$ver
+rm -rf "$build" "$prefix"
+mkdir -p "$cache/build" "$prefix"
+log=$prefix/build.log
+start=$(date +%s)
+echo "slurm-install.sh: building Slurm $ver into $prefix (log: $log); this takes ~5-10 min" >&2
+cp -a "$src" "$build"
+# fetch-slurm.sh adds an empty config.h and a slurm_version.h for bindgen; configure writes its own.
+rm -f "$build/config.h" "$build/slurm/slurm_version.h" "$build/.gputopo-ready"
+
+fail() { echo "slurm-install.sh: $1 failed; last lines of $log:" >&2; tail -n 30 "$log" >&2; exit 1; }
+(cd "$build" && ./configure --prefix="$prefix" --sysconfdir="$prefix/etc" --disable-debug \
+   --enable-multiple-slurmd --with-munge) >"$log" 2>&1 || fail configure
+grep -q '^#define MULTIPLE_SLURMD 1' "$build/config.h" || fail "configure --enable-multiple-slurmd"
+make -C "$build" -j"$(nproc)" >>"$log" 2>&1 || fail make
+make -C "$build" install >>"$log" 2>&1 || fail "make install"
+"$prefix/sbin/slurmctld" -V | grep -q "slurm $ver" || fail "version check"
+rm -rf "$build"
+echo "built in $(( $(date +%s) - start )) s" >> "$log"
+touch "$stamp"
+echo "$prefix"
