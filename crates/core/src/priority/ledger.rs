@@ -1,0 +1,396 @@
+//! gputopo's usage ledger: fair share and its inputs without slurmdbd.
+//!
+//! Why: without slurmdbd there are no associations, multifactor zeroes the fair-share weight and
+//! GPU usage counts for nothing. gputopo keeps its own ledger of decayed GPU-seconds and TRES
+//! billing-seconds per (account, user), charged every PriorityCalcPeriod for running jobs, and
+//! ranks users with Fair Tree over the tree root → account → user (all `FairShare=1`).
+//!
+//! Decay is multifactor's: per second `d = 1 - 0.693 / PriorityDecayHalfLife` (1 when the half
+//! life is 0), so usage × `d^Δt` after Δt seconds, and a job's new usage over a period of Δt
+//! seconds is `Δt · d^Δt` × its GPUs (resp. billing), as `_apply_new_usage` charges it.
+//! The fair-share usage of an entry is `gpu_secs · gpu_weight + billing_secs · billing_weight`
+//! ([`UsageWeights`], both 1 by default).
+//!
+//! Persistence: JSON in `StateSaveLocation/gputopo_priority_ledger.json`, written crash-safe
+//! (temp file, fsync, rename, fsync of the directory) so a crash leaves the old or the new file.
+
+use super::fair_tree::{AssocId, AssocTree};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// File name of the ledger inside StateSaveLocation.
+pub const LEDGER_FILE: &str = "gputopo_priority_ledger.json";
+const FORMAT_VERSION: u32 = 1;
+
+/// Errors reading or writing the ledger.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// The file could not be read/written.
+    #[error("priority ledger {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is not a ledger this version understands.
+    #[error("priority ledger {path} is corrupt: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Decayed usage of one (account, user).
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Usage {
+    /// Decayed GPU-seconds.
+    pub gpu_secs: f64,
+    /// Decayed TRES-billing-seconds.
+    pub billing_secs: f64,
+}
+
+/// How an entry's usage turns into fair-share usage.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UsageWeights {
+    /// Weight of a GPU-second.
+    pub gpu: f64,
+    /// Weight of a billing-second.
+    pub billing: f64,
+}
+
+impl Default for UsageWeights {
+    fn default() -> Self {
+        UsageWeights {
+            gpu: 1.0,
+            billing: 1.0,
+        }
+    }
+}
+
+/// One running job's consumption over a charge interval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UsageCharge {
+    /// Account name.
+    pub account: String,
+    /// User name (or uid as text).
+    pub user: String,
+    /// GPUs allocated.
+    pub gpus: u64,
+    /// TRES billing of the allocation (`billable_tres`).
+    pub billing: f64,
+    /// Seconds of the interval the job ran (already clipped to its start/end).
+    pub run_secs: f64,
+}
+
+/// On-disk entry. Usage is written as text (Rust's shortest round-trip form) because
+/// serde_json's default float parser is not exact, and the ledger must survive restarts bit
+/// for bit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Entry {
+    account: String,
+    user: String,
+    gpu_secs: String,
+    billing_secs: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct OnDisk {
+    version: u32,
+    last_decay: i64,
+    entries: Vec<Entry>,
+}
+
+/// The ledger. Keys are (account, user).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ledger {
+    half_life_secs: u32,
+    last_decay: i64,
+    entries: BTreeMap<(String, String), Usage>,
+}
+
+impl Ledger {
+    /// An empty ledger whose clock starts at `now`.
+    pub fn new(half_life_secs: u32, now: i64) -> Self {
+        Ledger {
+            half_life_secs,
+            last_decay: now,
+            entries: BTreeMap::new(),
+        }
+    }
+
+    /// Changes the half life (reconfigure).
+    pub fn set_half_life(&mut self, half_life_secs: u32) {
+        self.half_life_secs = half_life_secs;
+    }
+
+    /// When usage was last decayed (and running jobs last charged).
+    pub fn last_decay(&self) -> i64 {
+        self.last_decay
+    }
+
+    /// Multifactor's per-second decay factor.
+    pub fn decay_factor(&self) -> f64 {
+        if self.half_life_secs > 0 {
+            1.0 - (0.693 / f64::from(self.half_life_secs))
+        } else {
+            1.0
+        }
+    }
+
+    /// Decays all usage from the last decay to `now` (no-op if `now` is not later), and drops
+    /// entries whose usage decayed below 1e-9.
+    pub fn decay_to(&mut self, now: i64) {
+        let delta = now - self.last_decay;
+        if delta <= 0 {
+            return;
+        }
+        let mut real = self.decay_factor().powf(delta as f64);
+        if real < f64::MIN_POSITIVE {
+            real = f64::MIN_POSITIVE;
+        }
+        for u in self.entries.values_mut() {
+            u.gpu_secs *= real;
+            u.billing_secs *= real;
+        }
+        self.entries
+            .retain(|_, u| u.gpu_secs >= 1e-9 || u.billing_secs >= 1e-9);
+        self.last_decay = now;
+    }
+
+    /// Adds one job's usage over an interval, decayed as `_apply_new_usage` does.
+    pub fn charge(&mut self, c: &UsageCharge) {
+        if c.run_secs.is_nan() || c.run_secs <= 0.0 {
+            return;
+        }
+        let run_decay = c.run_secs * self.decay_factor().powf(c.run_secs);
+        let u = self
+            .entries
+            .entry((c.account.clone(), c.user.clone()))
+            .or_default();
+        u.gpu_secs += run_decay * c.gpus as f64;
+        u.billing_secs += run_decay * c.billing;
+    }
+
+    /// The usage of one (account, user), if any.
+    pub fn usage(&self, account: &str, user: &str) -> Option<Usage> {
+        self.entries
+            .get(&(account.to_string(), user.to_string()))
+            .copied()
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the ledger is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Fair-share factors by Fair Tree over root → account → user for every ledger entry plus
+    /// every `extra` (account, user) without usage (users with pending jobs must rank too).
+    /// Returns the factor per (account, user) and the tree (for sshare-like reporting).
+    pub fn fair_share<'a>(
+        &self,
+        weights: UsageWeights,
+        extra: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> (BTreeMap<(String, String), f64>, AssocTree) {
+        let mut keys: BTreeMap<(String, String), f64> = self
+            .entries
+            .iter()
+            .map(|(k, u)| {
+                (
+                    k.clone(),
+                    u.gpu_secs * weights.gpu + u.billing_secs * weights.billing,
+                )
+            })
+            .collect();
+        for (a, u) in extra {
+            keys.entry((a.to_string(), u.to_string())).or_insert(0.0);
+        }
+        let mut tree = AssocTree::new();
+        let root = tree.root();
+        let mut accounts: BTreeMap<&str, AssocId> = BTreeMap::new();
+        let mut users: Vec<((String, String), AssocId)> = Vec::with_capacity(keys.len());
+        for ((acct, user), usage) in &keys {
+            let a = *accounts
+                .entry(acct.as_str())
+                .or_insert_with(|| tree.add(root, false, 1, 0.0));
+            let id = tree.add(a, true, 1, 0.0);
+            tree.add_usage_upwards(id, *usage);
+            users.push(((acct.clone(), user.clone()), id));
+        }
+        tree.normalise_shares(true);
+        tree.fair_tree(tree.user_count());
+        let out = users
+            .into_iter()
+            .map(|(k, id)| (k, tree.nodes[id.0].fs_factor))
+            .collect();
+        (out, tree)
+    }
+
+    /// Serialises the ledger.
+    pub fn to_json(&self) -> String {
+        let disk = OnDisk {
+            version: FORMAT_VERSION,
+            last_decay: self.last_decay,
+            entries: self
+                .entries
+                .iter()
+                .map(|((a, u), usage)| Entry {
+                    account: a.clone(),
+                    user: u.clone(),
+                    gpu_secs: usage.gpu_secs.to_string(),
+                    billing_secs: usage.billing_secs.to_string(),
+                })
+                .collect(),
+        };
+        serde_json::to_string_pretty(&disk).unwrap_or_default()
+    }
+
+    /// Parses a serialised ledger.
+    ///
+    /// # Errors
+    /// [`LedgerError::Corrupt`] for bad JSON, an unknown version or negative/non-finite usage.
+    pub fn from_json(text: &str, half_life_secs: u32, path: &Path) -> Result<Ledger, LedgerError> {
+        let corrupt = |reason: String| LedgerError::Corrupt {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let disk: OnDisk = serde_json::from_str(text).map_err(|e| corrupt(e.to_string()))?;
+        if disk.version != FORMAT_VERSION {
+            return Err(corrupt(format!(
+                "version {} (expected {FORMAT_VERSION})",
+                disk.version
+            )));
+        }
+        let mut entries = BTreeMap::new();
+        for e in disk.entries {
+            let parse = |v: &str| v.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0);
+            let (Some(gpu_secs), Some(billing_secs)) = (parse(&e.gpu_secs), parse(&e.billing_secs))
+            else {
+                return Err(corrupt(format!("bad usage for {}/{}", e.account, e.user)));
+            };
+            entries.insert(
+                (e.account, e.user),
+                Usage {
+                    gpu_secs,
+                    billing_secs,
+                },
+            );
+        }
+        Ok(Ledger {
+            half_life_secs,
+            last_decay: disk.last_decay,
+            entries,
+        })
+    }
+
+    /// Loads `dir/gputopo_priority_ledger.json`; a missing file gives `Ok(None)`.
+    ///
+    /// # Errors
+    /// Unreadable or corrupt file.
+    pub fn load(dir: &Path, half_life_secs: u32) -> Result<Option<Ledger>, LedgerError> {
+        let path = dir.join(LEDGER_FILE);
+        match fs::read_to_string(&path) {
+            Ok(text) => Self::from_json(&text, half_life_secs, &path).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(LedgerError::Io { path, source }),
+        }
+    }
+
+    /// Writes the ledger crash-safe: `<file>.new`, fsync, rename over `<file>`, fsync `dir`.
+    ///
+    /// # Errors
+    /// Any I/O failure (the previous file is then left intact).
+    pub fn save(&self, dir: &Path) -> Result<(), LedgerError> {
+        let path = dir.join(LEDGER_FILE);
+        let tmp = dir.join(format!("{LEDGER_FILE}.new"));
+        let io = |p: &Path| {
+            let p = p.to_path_buf();
+            move |source| LedgerError::Io { path: p, source }
+        };
+        {
+            let mut f = fs::File::create(&tmp).map_err(io(&tmp))?;
+            f.write_all(self.to_json().as_bytes()).map_err(io(&tmp))?;
+            f.sync_all().map_err(io(&tmp))?;
+        }
+        fs::rename(&tmp, &path).map_err(io(&path))?;
+        fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io(dir))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn charge(acct: &str, user: &str, gpus: u64, secs: f64) -> UsageCharge {
+        UsageCharge {
+            account: acct.into(),
+            user: user.into(),
+            gpus,
+            billing: 0.0,
+            run_secs: secs,
+        }
+    }
+
+    #[test]
+    fn decays_by_half_over_half_life_approximately() {
+        let mut l = Ledger::new(3600, 0);
+        l.charge(&charge("a", "u", 1, 1.0));
+        let before = l.usage("a", "u").expect("entry").gpu_secs;
+        l.decay_to(3600);
+        let after = l.usage("a", "u").expect("entry").gpu_secs;
+        // multifactor's linearised factor gives 0.49995..., not exactly 0.5.
+        assert!((after / before - 0.5).abs() < 1e-3, "{}", after / before);
+    }
+
+    #[test]
+    fn no_decay_with_zero_half_life() {
+        let mut l = Ledger::new(0, 0);
+        l.charge(&charge("a", "u", 2, 10.0));
+        l.decay_to(1_000_000);
+        assert_eq!(l.usage("a", "u").map(|u| u.gpu_secs), Some(20.0));
+    }
+
+    #[test]
+    fn heavy_user_ranks_below_idle_user() {
+        let mut l = Ledger::new(0, 0);
+        l.charge(&charge("a", "heavy", 8, 3600.0));
+        let (fs, _) = l.fair_share(UsageWeights::default(), [("a", "idle")]);
+        assert_eq!(fs[&("a".to_string(), "idle".to_string())], 1.0);
+        assert_eq!(fs[&("a".to_string(), "heavy".to_string())], 0.5);
+    }
+
+    #[test]
+    fn save_and_load_round_trip() {
+        let dir = std::env::temp_dir().join(format!("gputopo-ledger-{}", std::process::id()));
+        fs::create_dir_all(&dir).expect("tmpdir");
+        let mut l = Ledger::new(600, 42);
+        l.charge(&UsageCharge {
+            billing: 3.25,
+            ..charge("a", "u", 1, 7.0)
+        });
+        l.save(&dir).expect("save");
+        assert!(!dir.join(format!("{LEDGER_FILE}.new")).exists());
+        let back = Ledger::load(&dir, 600).expect("load").expect("present");
+        assert_eq!(back, l);
+        fs::write(dir.join(LEDGER_FILE), "{not json").expect("write");
+        assert!(matches!(
+            Ledger::load(&dir, 600),
+            Err(LedgerError::Corrupt { .. })
+        ));
+        fs::remove_dir_all(&dir).expect("cleanup");
+        assert!(Ledger::load(&dir, 600).expect("missing is ok").is_none());
+    }
+}
