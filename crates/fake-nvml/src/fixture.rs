@@ -1,0 +1,489 @@
+//! The fake's fixture format: one node's GPUs as NVML would report them, in Slurm `Key=Value`
+//! lines (parsed with [`gputopo_core::keyvalue`]). Indices here are NVML indices.
+//!
+//! ```text
+//! Node Name=dgx1v-faults Gpus=8 Driver=550.54.15 SameSocket=PHB [DriverNotLoaded=yes]
+//! Gpu Index=5 Uuid=GPU-... BusId=00000000:86:00.0 Minor=5 Socket=1 Cores=20-39 Name="Tesla V100"
+//!     Ecc=on|off|unsupported EccUncVol=2 EccUncAgg=7 EccCorVol=0 EccCorAgg=0
+//!     RetiredPending=yes RetiredDbe=0x1f000,0x2f000 RetiredSbe=
+//!     Remap=corr,unc,pending,failure | Remap=unsupported
+//!     Lost=yes | LostAfter=N (calls on this GPU succeed N times, then GPU_IS_LOST)
+//!     HangMs=N [HangCall=nvmlDeviceGetEccMode] (that call sleeps N ms)
+//!     Events=no (XID events not supported)
+//! NvLink Gpu=0 Links=0-1 Remote=00000000:07:00.0 Type=gpu|switch
+//! Pcie Gpus=0,1 Level=PIX       (default: SameSocket within a socket, SYS across)
+//! Xid Gpu=2 Xid=79              (delivered once through the event set)
+//! ```
+//!
+//! GPUs without a `Gpu` line get defaults: bus `00000000:<0x10+i>:00.0`, minor i, a made-up
+//! UUID, ECC on with zero counters, nothing pending. Errors name the line and field.
+
+use gputopo_core::keyvalue::{self, LineError, Pair};
+use gputopo_core::topology::PcieLevel;
+
+/// Most NVLinks per GPU (NVML_NVLINK_MAX_LINKS in the bindings).
+pub const MAX_LINKS: usize = 18;
+
+/// The remote end of an NVLink.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Remote {
+    /// Remote PCI bus id.
+    pub bus_id: String,
+    /// `nvmlIntNvLinkDeviceType_t`: 0 = GPU, 1 = IBMNPU, 2 = SWITCH.
+    pub kind: u32,
+}
+
+/// One fake GPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FakeGpu {
+    /// UUID string.
+    pub uuid: String,
+    /// PCI bus id, `00000000:06:00.0`.
+    pub bus_id: String,
+    /// Device minor number.
+    pub minor: u32,
+    /// Marketing name.
+    pub name: String,
+    /// CPU socket (for default PCIe levels).
+    pub socket: u32,
+    /// CPU affinity.
+    pub cores: Vec<u32>,
+    /// ECC: `Some(enabled)`, `None` = not supported.
+    pub ecc: Option<bool>,
+    /// `[error type][counter type]`: type 0 corrected, 1 uncorrected; counter 0 volatile, 1 aggregate.
+    pub ecc_counts: [[u64; 2]; 2],
+    /// Pages pending retirement.
+    pub retired_pending: bool,
+    /// Retired page addresses: `[cause]`, cause 0 = multiple SBE, 1 = DBE.
+    pub retired: [Vec<u64>; 2],
+    /// Row remapping (corr, unc, pending, failure); `None` = not supported.
+    pub remap: Option<[u32; 4]>,
+    /// Every call returns GPU_IS_LOST.
+    pub lost: bool,
+    /// Calls succeed this many times, then GPU_IS_LOST.
+    pub lost_after: Option<u32>,
+    /// Sleep this long in `hang_call`.
+    pub hang_ms: u64,
+    /// The call that hangs.
+    pub hang_call: String,
+    /// XID events supported.
+    pub events: bool,
+    /// XIDs to deliver.
+    pub xids: Vec<u64>,
+    /// NVLink ports.
+    pub links: [Option<Remote>; MAX_LINKS],
+}
+
+impl FakeGpu {
+    fn new(node: &str, i: usize) -> Self {
+        FakeGpu {
+            uuid: format!("GPU-fa4e0000-0000-4000-8000-{:04x}{:08x}", node.len(), i),
+            bus_id: format!("00000000:{:02X}:00.0", 0x10 + i),
+            minor: i as u32,
+            name: "Fake GPU".into(),
+            socket: 0,
+            cores: Vec::new(),
+            ecc: Some(true),
+            ecc_counts: [[0; 2]; 2],
+            retired_pending: false,
+            retired: [Vec::new(), Vec::new()],
+            remap: Some([0; 4]),
+            lost: false,
+            lost_after: None,
+            hang_ms: 0,
+            hang_call: "nvmlDeviceGetEccMode".into(),
+            events: true,
+            xids: Vec::new(),
+            links: Default::default(),
+        }
+    }
+}
+
+/// One fake node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FakeNode {
+    /// Name (for messages).
+    pub name: String,
+    /// Driver version string.
+    pub driver: String,
+    /// `nvmlInit` fails with NVML_ERROR_DRIVER_NOT_LOADED.
+    pub driver_not_loaded: bool,
+    /// GPUs by NVML index.
+    pub gpus: Vec<FakeGpu>,
+    /// `n`×`n` PCIe levels by NVML index.
+    pub pcie: Vec<PcieLevel>,
+}
+
+impl FakeNode {
+    /// PCIe level between NVML indices `a` and `b` (`SB` for a == b).
+    pub fn pcie(&self, a: usize, b: usize) -> Option<PcieLevel> {
+        self.pcie.get(a * self.gpus.len() + b).copied()
+    }
+}
+
+/// Parses a fixture.
+///
+/// # Errors
+/// [`LineError`] naming the line and field of the first problem.
+pub fn parse(text: &str) -> Result<FakeNode, LineError> {
+    let mut node: Option<(FakeNode, PcieLevel)> = None;
+    let mut pcie_overrides = Vec::new();
+    for (line, words) in keyvalue::lines(text) {
+        let words = words?;
+        let kind = words[0].key;
+        let rest = &words[1..];
+        if words[0].has_value {
+            return Err(LineError::new(
+                line,
+                kind,
+                "a line starts with Node, Gpu, NvLink, Pcie or Xid",
+            ));
+        }
+        let e = |f: &str, m: String| LineError::new(line, f, m);
+        let lower = kind.to_ascii_lowercase();
+        if lower == "node" {
+            check(
+                line,
+                rest,
+                &["Name", "Gpus", "Driver", "DriverNotLoaded", "SameSocket"],
+            )?;
+            if node.is_some() {
+                return Err(e("Node", "only one Node line".into()));
+            }
+            let name = get(rest, "Name").unwrap_or("fake").to_string();
+            let n: usize = num(line, rest, "Gpus")?.ok_or_else(|| e("Gpus", "missing".into()))?;
+            if n > 64 {
+                return Err(e("Gpus", "at most 64".into()));
+            }
+            let same = match get(rest, "SameSocket") {
+                Some(v) => level(line, "SameSocket", v)?,
+                None => PcieLevel::Phb,
+            };
+            let gpus = (0..n).map(|i| FakeGpu::new(&name, i)).collect();
+            node = Some((
+                FakeNode {
+                    driver: get(rest, "Driver").unwrap_or("550.54.15").to_string(),
+                    driver_not_loaded: flag(line, rest, "DriverNotLoaded")?.unwrap_or(false),
+                    name,
+                    gpus,
+                    pcie: Vec::new(),
+                },
+                same,
+            ));
+            continue;
+        }
+        let Some((n, _)) = node.as_mut() else {
+            return Err(e("Node", "the Node line must come first".into()));
+        };
+        let count = n.gpus.len();
+        match lower.as_str() {
+            "gpu" => {
+                check(
+                    line,
+                    rest,
+                    &[
+                        "Index",
+                        "Uuid",
+                        "BusId",
+                        "Minor",
+                        "Name",
+                        "Socket",
+                        "Cores",
+                        "Ecc",
+                        "EccUncVol",
+                        "EccUncAgg",
+                        "EccCorVol",
+                        "EccCorAgg",
+                        "RetiredPending",
+                        "RetiredDbe",
+                        "RetiredSbe",
+                        "Remap",
+                        "Lost",
+                        "LostAfter",
+                        "HangMs",
+                        "HangCall",
+                        "Events",
+                    ],
+                )?;
+                let i = gpu_index(line, rest, "Index", count)?;
+                let g = &mut n.gpus[i];
+                if let Some(v) = get(rest, "Uuid") {
+                    g.uuid = v.to_string();
+                }
+                if let Some(v) = get(rest, "BusId") {
+                    g.bus_id = v.to_string();
+                }
+                if let Some(v) = get(rest, "Name") {
+                    g.name = v.to_string();
+                }
+                g.minor = num(line, rest, "Minor")?.unwrap_or(g.minor);
+                g.socket = num(line, rest, "Socket")?.unwrap_or(g.socket);
+                if let Some(v) = get(rest, "Cores") {
+                    g.cores =
+                        gputopo_core::cpulist::parse_members(v, 4096).map_err(|m| e("Cores", m))?;
+                }
+                if let Some(v) = get(rest, "Ecc") {
+                    g.ecc = match v.to_ascii_lowercase().as_str() {
+                        "on" | "yes" => Some(true),
+                        "off" | "no" => Some(false),
+                        "unsupported" => None,
+                        _ => return Err(e("Ecc", format!("'{v}' is not on, off or unsupported"))),
+                    };
+                }
+                for (key, t, c) in [
+                    ("EccCorVol", 0, 0),
+                    ("EccCorAgg", 0, 1),
+                    ("EccUncVol", 1, 0),
+                    ("EccUncAgg", 1, 1),
+                ] {
+                    g.ecc_counts[t][c] = num(line, rest, key)?.unwrap_or(g.ecc_counts[t][c]);
+                }
+                g.retired_pending = flag(line, rest, "RetiredPending")?.unwrap_or(false);
+                for (key, cause) in [("RetiredSbe", 0), ("RetiredDbe", 1)] {
+                    if let Some(v) = get(rest, key) {
+                        g.retired[cause] = hex_list(v).map_err(|m| e(key, m))?;
+                    }
+                }
+                if let Some(v) = get(rest, "Remap") {
+                    g.remap = if v.eq_ignore_ascii_case("unsupported") {
+                        None
+                    } else {
+                        let parts: Vec<u32> = v
+                            .split(',')
+                            .map(|x| x.trim().parse::<u32>())
+                            .collect::<Result<_, _>>()
+                            .map_err(|_| {
+                                e("Remap", format!("'{v}' is not corr,unc,pending,failure"))
+                            })?;
+                        let arr: [u32; 4] = parts
+                            .try_into()
+                            .map_err(|_| e("Remap", format!("'{v}' is not four numbers")))?;
+                        Some(arr)
+                    };
+                }
+                g.lost = flag(line, rest, "Lost")?.unwrap_or(false);
+                g.lost_after = num(line, rest, "LostAfter")?;
+                g.hang_ms = num(line, rest, "HangMs")?.unwrap_or(0);
+                if let Some(v) = get(rest, "HangCall") {
+                    g.hang_call = v.to_string();
+                }
+                g.events = flag(line, rest, "Events")?.unwrap_or(true);
+            }
+            "nvlink" => {
+                check(line, rest, &["Gpu", "Links", "Remote", "Type"])?;
+                let i = gpu_index(line, rest, "Gpu", count)?;
+                let ports = get(rest, "Links").ok_or_else(|| e("Links", "missing".into()))?;
+                let ports = gputopo_core::cpulist::parse_members(ports, MAX_LINKS)
+                    .map_err(|m| e("Links", m))?;
+                let remote = get(rest, "Remote").ok_or_else(|| e("Remote", "missing".into()))?;
+                let kind = match get(rest, "Type")
+                    .unwrap_or("gpu")
+                    .to_ascii_lowercase()
+                    .as_str()
+                {
+                    "gpu" => 0,
+                    "ibmnpu" => 1,
+                    "switch" => 2,
+                    other => {
+                        return Err(e("Type", format!("'{other}' is not gpu, ibmnpu or switch")));
+                    }
+                };
+                for p in ports {
+                    let slot = n.gpus[i]
+                        .links
+                        .get_mut(p as usize)
+                        .ok_or_else(|| e("Links", format!("link {p} is not below {MAX_LINKS}")))?;
+                    *slot = Some(Remote {
+                        bus_id: remote.to_string(),
+                        kind,
+                    });
+                }
+            }
+            "pcie" => {
+                check(line, rest, &["Gpus", "Level"])?;
+                let v = get(rest, "Gpus").ok_or_else(|| e("Gpus", "missing".into()))?;
+                let bad = || {
+                    e(
+                        "Gpus",
+                        format!("'{v}' is not two distinct GPU indices below {count}"),
+                    )
+                };
+                let (a, b) = v.split_once(',').ok_or_else(bad)?;
+                let (a, b): (usize, usize) = (
+                    a.trim().parse().map_err(|_| bad())?,
+                    b.trim().parse().map_err(|_| bad())?,
+                );
+                if a >= count || b >= count || a == b {
+                    return Err(bad());
+                }
+                let l = get(rest, "Level").ok_or_else(|| e("Level", "missing".into()))?;
+                pcie_overrides.push((a, b, level(line, "Level", l)?));
+            }
+            "xid" => {
+                check(line, rest, &["Gpu", "Xid"])?;
+                let i = gpu_index(line, rest, "Gpu", count)?;
+                let x = num(line, rest, "Xid")?.ok_or_else(|| e("Xid", "missing".into()))?;
+                n.gpus[i].xids.push(x);
+            }
+            _ => {
+                return Err(e(
+                    kind,
+                    "unknown line kind (Node, Gpu, NvLink, Pcie, Xid)".into(),
+                ));
+            }
+        }
+    }
+    let (mut n, same) = node.ok_or_else(|| LineError::new(1, "Node", "no Node line"))?;
+    let c = n.gpus.len();
+    n.pcie = (0..c * c)
+        .map(|k| {
+            let (a, b) = (k / c, k % c);
+            if a == b {
+                PcieLevel::SameBoard
+            } else if n.gpus[a].socket == n.gpus[b].socket {
+                same
+            } else {
+                PcieLevel::Sys
+            }
+        })
+        .collect();
+    for (a, b, l) in pcie_overrides {
+        n.pcie[a * c + b] = l;
+        n.pcie[b * c + a] = l;
+    }
+    Ok(n)
+}
+
+fn get<'a>(words: &[Pair<'a>], key: &str) -> Option<&'a str> {
+    words
+        .iter()
+        .find(|p| p.key.eq_ignore_ascii_case(key))
+        .map(|p| p.value)
+}
+
+fn check(line: usize, words: &[Pair<'_>], allowed: &[&str]) -> Result<(), LineError> {
+    for p in words {
+        if !p.has_value || !allowed.iter().any(|a| a.eq_ignore_ascii_case(p.key)) {
+            return Err(LineError::new(
+                line,
+                p.key,
+                format!("unknown key (allowed: {})", allowed.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn num<T: std::str::FromStr>(
+    line: usize,
+    words: &[Pair<'_>],
+    key: &str,
+) -> Result<Option<T>, LineError> {
+    get(words, key)
+        .map(|v| {
+            v.parse::<T>()
+                .map_err(|_| LineError::new(line, key, format!("'{v}' is not a valid number")))
+        })
+        .transpose()
+}
+
+fn flag(line: usize, words: &[Pair<'_>], key: &str) -> Result<Option<bool>, LineError> {
+    get(words, key)
+        .map(|v| match v.to_ascii_lowercase().as_str() {
+            "yes" | "1" | "true" => Ok(true),
+            "no" | "0" | "false" => Ok(false),
+            _ => Err(LineError::new(line, key, format!("'{v}' is not yes or no"))),
+        })
+        .transpose()
+}
+
+fn gpu_index(line: usize, words: &[Pair<'_>], key: &str, count: usize) -> Result<usize, LineError> {
+    let i: usize = num(line, words, key)?.ok_or_else(|| LineError::new(line, key, "missing"))?;
+    if i >= count {
+        return Err(LineError::new(
+            line,
+            key,
+            format!("{i} is not below Gpus={count}"),
+        ));
+    }
+    Ok(i)
+}
+
+fn level(line: usize, key: &str, v: &str) -> Result<PcieLevel, LineError> {
+    PcieLevel::from_smi(v).ok_or_else(|| {
+        LineError::new(
+            line,
+            key,
+            format!("'{v}' is not SB, PIX, PXB, PHB, NODE or SYS"),
+        )
+    })
+}
+
+fn hex_list(v: &str) -> Result<Vec<u64>, String> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(|x| {
+            let h = x
+                .strip_prefix("0x")
+                .or_else(|| x.strip_prefix("0X"))
+                .unwrap_or(x);
+            u64::from_str_radix(h, 16).map_err(|_| format!("'{x}' is not a hex address"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_faults_links_and_levels() {
+        let n = parse(
+            "Node Name=t Gpus=3 SameSocket=NODE\n\
+             Gpu Index=1 Socket=1 Minor=9 EccUncVol=2 RetiredPending=yes RetiredDbe=0x10,20 Remap=1,2,1,0\n\
+             Gpu Index=2 Lost=yes Ecc=unsupported Remap=unsupported HangMs=50\n\
+             NvLink Gpu=0 Links=0-2 Remote=00000000:C1:00.0 Type=switch\n\
+             Pcie Gpus=0,2 Level=PIX\nXid Gpu=1 Xid=79\n",
+        )
+        .unwrap();
+        assert_eq!(n.gpus[1].minor, 9);
+        assert_eq!(n.gpus[1].ecc_counts[1][0], 2);
+        assert_eq!(n.gpus[1].retired[1], vec![0x10, 0x20]);
+        assert_eq!(n.gpus[1].remap, Some([1, 2, 1, 0]));
+        assert!(n.gpus[2].lost && n.gpus[2].ecc.is_none() && n.gpus[2].remap.is_none());
+        assert_eq!(n.gpus[0].links[2].as_ref().map(|r| r.kind), Some(2));
+        assert!(n.gpus[0].links[3].is_none());
+        assert_eq!(n.pcie(0, 1), Some(PcieLevel::Sys));
+        assert_eq!(n.pcie(2, 0), Some(PcieLevel::Pix));
+        assert_eq!(n.gpus[1].xids, vec![79]);
+    }
+
+    #[test]
+    fn errors_name_line_and_field() {
+        let e = parse("Node Gpus=2\nGpu Index=2\n").unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (2, "Index"));
+        let e = parse("Node Gpus=2\nNvLink Gpu=0 Links=18 Remote=x\n").unwrap_err();
+        assert_eq!(e.field, "Links");
+        assert!(parse("Gpu Index=0").is_err());
+    }
+
+    mod fuzz {
+        use super::super::parse;
+        use proptest::prelude::*;
+        proptest! {
+            #[test]
+            fn no_input_panics(s in "\\PC{0,300}") {
+                let _ = parse(&s);
+            }
+
+            #[test]
+            fn near_misses_never_panic(
+                kind in "(Gpu|NvLink|Pcie|Xid|Node)", k in "(Index|Gpu|Gpus|Links|Remap|Level|Xid|Minor|Ecc|Lost)",
+                v in "[0-9a-zA-Z,-]{0,12}",
+            ) {
+                let _ = parse(&format!("Node Gpus=2\n{kind} {k}={v} Gpu=1 Remote=x\n"));
+            }
+        }
+    }
+}
