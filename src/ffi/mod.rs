@@ -21,3 +21,5 @@ pub mod sys {
 }
 
 pub use sys::*;
+
+pub mod select_abi;

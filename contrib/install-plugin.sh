@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Install a built gputopo plugin into a gputopo plugin directory (the PluginDir= of slurm.conf).
+#
+#   contrib/install-plugin.sh SO DIR [--release 22.05.8|24.11.5 | --stock-dir D] [--with-priority]
+#
+# Deployment (docs/deployment.md): select/gputopo exports plugin_id 109, the id of
+# select/cons_tres, so the two cannot share a PluginDir (Slurm fatals on a duplicate id). DIR
+# therefore becomes a "plugin farm": DIR/select_gputopo.so plus a symlink to every stock plugin
+# of D except select_cons_tres.so; slurm.conf sets PluginDir=DIR and SelectType=select/gputopo.
+# gputopo dlopens the real select_cons_tres.so from D by absolute path (it finds D as the
+# directory of libslurmfull.so, see src/plugin/stock.rs).
+#
+# D defaults to the stock plugin dir of --release, else to the RUNPATH the .so was linked with
+# (the libslurmfull directory of its release). The .so is copied to a temporary name in DIR
+# and renamed over select_gputopo.so (a new inode: a running daemon keeps its mapped copy;
+# overwriting a loaded .so in place crashes it). --with-priority also links
+# priority_gputopo.so -> select_gputopo.so (one file, two roles).
+set -euo pipefail
+
+die() { echo "install-plugin.sh: $*" >&2; exit 1; }
+
+[ $# -ge 2 ] || die "usage: install-plugin.sh SO DIR [--release V | --stock-dir D] [--with-priority]"
+so=$1 dir=$2
+shift 2
+stock= priority=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --stock-dir) stock=${2:?--stock-dir needs a directory}; shift 2 ;;
+    --release)
+      case ${2:?--release needs a version} in
+        22.05.8) stock=/usr/lib/x86_64-linux-gnu/slurm-wlm ;;
+        24.11.5) stock=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-24.11.5/lib/slurm ;;
+        *) die "unsupported release $2 (22.05.8, 24.11.5); use --stock-dir" ;;
+      esac
+      shift 2 ;;
+    --with-priority) priority=1; shift ;;
+    *) die "unknown argument $1" ;;
+  esac
+done
+
+[ -f "$so" ] || die "no such plugin: $so"
+if [ -z "$stock" ]; then
+  stock=$(readelf -d "$so" 2>/dev/null | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p' | cut -d: -f1)
+  [ -n "$stock" ] || die "cannot tell the stock plugin dir of $so; pass --stock-dir or --release"
+fi
+[ -f "$stock/select_cons_tres.so" ] || die "$stock has no select_cons_tres.so (wrong --stock-dir?)"
+stock=$(cd "$stock" && pwd -P)
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd -P)
+[ "$dir" != "$stock" ] || die "DIR must not be the stock plugin dir (duplicate plugin_id 109)"
+
+# The farm: every stock plugin except select_cons_tres.so (and stale links from an older farm).
+find "$dir" -maxdepth 1 -type l -name '*.so' ! -name 'priority_gputopo.so' -delete
+for f in "$stock"/*.so; do
+  base=${f##*/}
+  case $base in
+    select_cons_tres.so|select_gputopo.so|priority_gputopo.so|lib*.so) continue ;;
+  esac
+  ln -s "$f" "$dir/$base"
+done
+
+tmp=$(mktemp "$dir/.select_gputopo.so.XXXXXX")
+trap 'rm -f "$tmp"' EXIT
+cp "$so" "$tmp"
+chmod 0755 "$tmp"
+mv -f "$tmp" "$dir/select_gputopo.so"
+trap - EXIT
+if [ -n "$priority" ]; then
+  ln -sfn select_gputopo.so "$dir/priority_gputopo.so"
+fi
+echo "install-plugin.sh: $dir/select_gputopo.so (stock plugins from $stock)" >&2

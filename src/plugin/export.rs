@@ -1,0 +1,294 @@
+//! The macros that emit everything Slurm `dlsym`s from `select_gputopo.so`.
+//!
+//! - [`plugin_identity!`](crate::plugin_identity): the identity data symbols (`plugin_name`,
+//!   `plugin_type` as NUL-terminated byte *arrays*, `plugin_version` = `SLURM_VERSION_NUMBER`
+//!   of the build tree, optional `plugin_id`) and `init`/`fini`, which start/stop the listed
+//!   [`Role`](crate::plugin::lifecycle::Role)s through the reference-counted
+//!   [`lifecycle`](crate::plugin::lifecycle).
+//! - [`forwarding_table!`](crate::forwarding_table): from ONE list of entry points (one line per
+//!   symbol of the release's `*_syms[]`), both the exported `extern "C"` functions and the
+//!   struct of stock function pointers they forward to (resolved by `dlsym` on the stock
+//!   plugin), so the two can never drift. Each line is `forward` (call the stock function
+//!   unchanged) or `hook` (call a gputopo function that receives a `forward` closure plus the
+//!   arguments it names, converted by [`HookArg`]).
+//! - [`own_entry_points!`](crate::own_entry_points): exported functions implemented entirely by
+//!   gputopo (no stock counterpart), e.g. `priority_p_*`.
+//!
+//! Every generated body runs inside [`guard::entry`](crate::plugin::guard::entry), so no panic
+//! crosses the ABI, and a hook is skipped once the guard is degraded.
+//!
+//! # Adding a second role (e.g. `priority/gputopo`) to the same `.so`
+//! 1. Write `src/plugin/priority.rs` with a `pub static ROLE: impl Role` whose `start`/`stop`
+//!    set up and tear down the priority state, and the `priority_p_*` exports with
+//!    [`own_entry_points!`](crate::own_entry_points) (or a [`forwarding_table!`] if it wraps a
+//!    stock priority plugin).
+//! 2. Append `&priority::ROLE` to the `roles:` list of the single `plugin_identity!` in
+//!    `src/plugin/mod.rs`. One file has one `init`/`fini`: Slurm calls `init` once per role it
+//!    loads the file as (dlopen returns the same handle), so `init` starts *all* roles on the
+//!    first call and only counts later ones; `fini` stops them when the count returns to zero.
+//!    Roles must therefore be cheap to start in processes that only use the other role.
+//! 3. Install the same file also as `priority_gputopo.so` (a symlink in the gputopo plugin dir).
+//!    Slurm's by-name load path does not check the `plugin_type` prefix. If a second artifact is
+//!    preferred instead, a tiny cdylib crate invokes these same macros with its own identity.
+
+use std::ffi::c_void;
+
+use crate::slurm::EntryPtr;
+
+/// Copies a NUL-terminated string literal into a fixed array at compile time, rejecting a
+/// missing final NUL or an interior one (the identity symbols are C strings read in place).
+pub const fn c_array<const N: usize>(s: &str) -> [u8; N] {
+    let bytes = s.as_bytes();
+    assert!(bytes.len() == N, "length mismatch");
+    assert!(
+        N > 0 && bytes[N - 1] == 0,
+        "identity string must end with NUL"
+    );
+    let mut out = [0u8; N];
+    let mut i = 0;
+    while i < N {
+        assert!(
+            i == N - 1 || bytes[i] != 0,
+            "interior NUL in identity string"
+        );
+        out[i] = bytes[i];
+        i += 1;
+    }
+    out
+}
+
+/// Converts an entry-point argument into what a hook receives: raw pointers become
+/// `Option<EntryPtr<'call, T>>` (so hooks build safe views without `unsafe`), plain values pass
+/// through.
+pub trait HookArg<'call> {
+    /// What the hook receives.
+    type Out;
+    /// Converts the argument.
+    ///
+    /// # Safety
+    /// `self` is an argument Slurm passed to the entry point that is running now, valid for the
+    /// whole call (`'call`).
+    unsafe fn into_hook_arg(self) -> Self::Out;
+}
+
+impl<'call, T: 'call> HookArg<'call> for *mut T {
+    type Out = Option<EntryPtr<'call, T>>;
+    unsafe fn into_hook_arg(self) -> Self::Out {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { EntryPtr::new(self) }
+    }
+}
+
+macro_rules! plain_hook_args {
+    ($($t:ty),*) => {$(
+        impl HookArg<'_> for $t {
+            type Out = $t;
+            unsafe fn into_hook_arg(self) -> $t {
+                self
+            }
+        }
+    )*};
+}
+plain_hook_args!(bool, u16, u32, u64, i32, i64, usize);
+
+/// Reads a function pointer of type `F` from a `dlsym` result.
+///
+/// # Safety
+/// `sym` is non-null and the address of a function whose C prototype is exactly `F`.
+pub unsafe fn fn_from_symbol<F: Copy>(sym: *mut c_void) -> F {
+    const { assert!(size_of::<F>() == size_of::<*mut c_void>()) };
+    // SAFETY: F is a (thin) function pointer type of the same size; the caller guarantees the
+    // prototype.
+    unsafe { std::mem::transmute_copy::<*mut c_void, F>(&sym) }
+}
+
+/// Emits the identity data symbols and the reference-counted `init`/`fini` of this `.so`.
+///
+/// ```ignore
+/// plugin_identity! {
+///     name: "GPU topology-aware selection (wraps cons_tres)",
+///     type: "select/gputopo",
+///     id: 109,
+///     roles: [&select::ROLE],
+/// }
+/// ```
+#[macro_export]
+macro_rules! plugin_identity {
+    (name: $name:literal, type: $ty:literal, $(id: $id:expr,)? roles: [$($role:expr),* $(,)?] $(,)?) => {
+        /// Human-readable plugin name (C `const char plugin_name[]`).
+        #[unsafe(no_mangle)]
+        pub static plugin_name: [u8; concat!($name, "\0").len()] =
+            $crate::plugin::export::c_array(concat!($name, "\0"));
+        /// `<kind>/<name>`, matched against SelectType= (C `const char plugin_type[]`).
+        #[unsafe(no_mangle)]
+        pub static plugin_type: [u8; concat!($ty, "\0").len()] =
+            $crate::plugin::export::c_array(concat!($ty, "\0"));
+        /// Must equal the running Slurm's major.minor.micro exactly (`_verify_syms`).
+        #[unsafe(no_mangle)]
+        pub static plugin_version: u32 = $crate::ffi::SLURM_VERSION_NUMBER;
+        $(
+            /// Select plugin id (`const uint32_t plugin_id`), see docs/deployment.md.
+            #[unsafe(no_mangle)]
+            pub static plugin_id: u32 = $id;
+        )?
+
+        static ROLES: &[&dyn $crate::plugin::lifecycle::Role] = &[$($role),*];
+
+        /// Called by Slurm after loading the file (once per role it is loaded as).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn init() -> ::std::ffi::c_int {
+            $crate::plugin::guard::entry("init", $crate::ffi::SLURM_ERROR, || {
+                $crate::plugin::lifecycle::init(ROLES).map(|()| 0)
+            })
+        }
+
+        /// Called by Slurm before unloading (once per role).
+        #[unsafe(no_mangle)]
+        pub extern "C" fn fini() -> ::std::ffi::c_int {
+            $crate::plugin::guard::entry("fini", $crate::ffi::SLURM_ERROR, || {
+                $crate::plugin::lifecycle::fini(ROLES);
+                Ok(0)
+            })
+        }
+    };
+}
+
+/// Emits exported entry points plus the table of stock functions they forward to, from one list.
+///
+/// ```ignore
+/// forwarding_table! {
+///     stock StockSelect from crate::plugin::stock::select;
+///     forward fn select_p_state_save(dir_name: *mut c_char) -> c_int, fail = SLURM_ERROR;
+///     hook fn select_p_job_test(job_ptr: *mut job_record_t, /* ... */ mode: u16) -> c_int,
+///         fail = SLURM_ERROR => crate::plugin::steer::job_test(job_ptr, mode);
+/// }
+/// ```
+/// `from` names a `fn() -> Result<&'static Stock, PluginError>`; the generated
+/// `Stock::resolve(&StockLibrary)` builds the table by `dlsym`.
+#[macro_export]
+macro_rules! forwarding_table {
+    (
+        stock $stock:ident from $acc:path;
+        $(
+            $kind:ident fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) -> $ret:ty, fail = $fail:expr
+                $( => $($hp:ident)::+ ( $($harg:ident),* ) )? ;
+        )*
+    ) => {
+        /// The stock plugin's entry points, resolved by `dlsym` (same prototypes as ours).
+        #[derive(Debug, Clone, Copy)]
+        pub struct $stock {
+            $(
+                #[doc = concat!("Stock `", stringify!($name), "`.")]
+                pub $name: unsafe extern "C" fn($($ty),*) -> $ret,
+            )*
+        }
+
+        impl $stock {
+            /// Resolves every entry point in the stock plugin.
+            ///
+            /// # Errors
+            /// [`PluginError::StockSymbol`](crate::plugin::PluginError) for a missing symbol.
+            pub fn resolve(
+                lib: &$crate::plugin::stock::StockLibrary,
+            ) -> Result<Self, $crate::plugin::PluginError> {
+                Ok(Self {
+                    $(
+                        $name: {
+                            let sym = lib.symbol(stringify!($name))?;
+                            // SAFETY: the stock plugin of the same release defines this symbol
+                            // with exactly this prototype (same `*_syms[]` entry, same ops type).
+                            unsafe { $crate::plugin::export::fn_from_symbol(sym) }
+                        },
+                    )*
+                })
+            }
+        }
+
+        $(
+            #[doc = concat!("Slurm entry point `", stringify!($name), "` (", stringify!($kind), ").")]
+            ///
+            /// # Safety
+            /// Called by Slurm only, with the arguments its plugin API documents.
+            #[unsafe(no_mangle)]
+            pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+                $crate::plugin::guard::entry(stringify!($name), $fail, || {
+                    let stock = $acc()?;
+                    let stock_fn = stock.$name;
+                    $crate::__entry_body!($kind stock_fn ($($arg),*) $(=> $($hp)::+ ($($harg),*))?)
+                })
+            }
+        )*
+    };
+}
+
+/// Body of one generated entry point (internal to [`forwarding_table!`]).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __entry_body {
+    (forward $f:ident ($($arg:ident),*)) => {
+        // SAFETY: Slurm called us with arguments valid for this API; the stock function has the
+        // identical prototype and receives them unchanged.
+        Ok(unsafe { $f($($arg),*) })
+    };
+    (hook $f:ident ($($arg:ident),*) => $($hp:ident)::+ ($($harg:ident),*)) => {{
+        let forward = move || {
+            // SAFETY: as for `forward` lines: unchanged arguments to the identical prototype.
+            unsafe { $f($($arg),*) }
+        };
+        if $crate::plugin::guard::is_degraded() {
+            Ok(forward())
+        } else {
+            Ok($($hp)::+(
+                forward,
+                $(
+                    // SAFETY: an argument of the entry-point call that is running now.
+                    unsafe { $crate::plugin::export::HookArg::into_hook_arg($harg) }
+                ),*
+            ))
+        }
+    }};
+}
+
+/// Exported entry points implemented by gputopo alone (no stock counterpart).
+///
+/// ```ignore
+/// own_entry_points! {
+///     fn priority_p_set(last_prio: u32, job_ptr: *mut job_record_t) -> u32, fail = 0
+///         => crate::plugin::priority::set;
+/// }
+/// ```
+/// The implementation receives every argument and returns `Result<ret, PluginError>`; raw
+/// pointer arguments arrive as
+/// `Option<EntryPtr<'call, T>>`.
+#[macro_export]
+macro_rules! own_entry_points {
+    ($(
+        fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) -> $ret:ty, fail = $fail:expr
+            => $($hp:ident)::+ ;
+    )*) => {$(
+        #[doc = concat!("Slurm entry point `", stringify!($name), "` (gputopo's own).")]
+        ///
+        /// # Safety
+        /// Called by Slurm only, with the arguments its plugin API documents.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+            $crate::plugin::guard::entry(stringify!($name), $fail, || {
+                $($hp)::+($(
+                    // SAFETY: an argument of the entry-point call that is running now.
+                    unsafe { $crate::plugin::export::HookArg::into_hook_arg($arg) }
+                ),*)
+            })
+        }
+    )*};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_array_copies_with_nul() {
+        let b: [u8; 15] = c_array("select/gputopo\0");
+        assert_eq!(&b, b"select/gputopo\0");
+    }
+}

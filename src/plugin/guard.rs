@@ -1,0 +1,98 @@
+//! The one gate every exported function passes through: panics and errors stop here.
+//!
+//! [`entry`] runs an entry point's body under `catch_unwind` (since Rust 1.81 a panic escaping
+//! an `extern "C"` fn aborts the process, i.e. slurmctld), logs an `Err` with its whole cause
+//! chain and a panic with its message, and maps both to the entry point's failure value. After a
+//! panic it sets [`is_degraded`]: from then on hooks are skipped and every call is forwarded
+//! unchanged, so the cluster keeps plain `select/cons_tres` behaviour. This is also the only
+//! place where a Rust error becomes a Slurm return code.
+
+use std::any::Any;
+use std::error::Error;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::plugin::PluginError;
+
+static DEGRADED: AtomicBool = AtomicBool::new(false);
+
+/// True after any hook panicked in this process: gputopo then only forwards to the stock plugin.
+pub fn is_degraded() -> bool {
+    DEGRADED.load(Ordering::Relaxed)
+}
+
+/// Runs `body` for the exported function `symbol`, returning `failure` on error or panic.
+pub fn entry<R>(
+    symbol: &'static str,
+    failure: R,
+    body: impl FnOnce() -> Result<R, PluginError>,
+) -> R {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(err)) => {
+            report(|| log::error!("{symbol}: {}", cause_chain(&err)));
+            failure
+        }
+        Err(payload) => {
+            DEGRADED.store(true, Ordering::Relaxed);
+            let msg = panic_message(payload.as_ref());
+            report(|| {
+                log::error!(
+                    "{symbol}: internal error (panic: {msg}); gputopo now forwards every call to select/cons_tres unchanged"
+                );
+            });
+            failure
+        }
+    }
+}
+
+/// Logs without letting a panic in the logging path itself escape.
+fn report(log_it: impl FnOnce()) {
+    let _ignored = catch_unwind(AssertUnwindSafe(log_it));
+}
+
+fn cause_chain(err: &dyn Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "non-string panic payload"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::slurm::SlurmError;
+
+    #[test]
+    fn ok_err_and_panic_map_to_values() {
+        assert_eq!(entry("t_ok", -1, || Ok(5)), 5);
+        let err = PluginError::Slurm {
+            what: "stock init".into(),
+            source: SlurmError::Rc(-1),
+        };
+        assert_eq!(cause_chain(&err), "stock init: Slurm returned rc=-1");
+        assert_eq!(entry("t_err", -1, || Err(err)), -1);
+        assert!(!is_degraded());
+        assert_eq!(
+            entry("t_panic", -1, || -> Result<i32, PluginError> {
+                panic!("boom")
+            }),
+            -1
+        );
+        assert!(is_degraded());
+    }
+}

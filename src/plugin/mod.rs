@@ -1,0 +1,28 @@
+//! The plugin shell: what Slurm loads, and the gate between Slurm and gputopo.
+//!
+//! - `mod.rs` (here): the identity of the artifact and the list of roles it serves.
+//! - [`export`]: the macros that emit identity data, `init`/`fini` and entry points.
+//! - [`guard`]: `catch_unwind` + error logging + degraded mode around every entry point.
+//! - [`lifecycle`]: reference-counted, role-agnostic `init`/`fini`.
+//! - [`stock`]: the dlopen'ed stock `select/cons_tres`.
+//! - [`select`]: the select role; its entry-point table is `crate::ffi::select_abi`.
+//! - [`steer`]: the two select hooks (`job_test`, `select_nodeinfo_set`).
+
+pub mod error;
+pub mod export;
+pub mod guard;
+pub mod lifecycle;
+pub mod select;
+pub mod steer;
+pub mod stock;
+
+pub use error::PluginError;
+
+crate::plugin_identity! {
+    name: "GPU topology-aware node selection (wraps select/cons_tres)",
+    type: "select/gputopo",
+    // 109 = SELECT_PLUGIN_CONS_TRES: keeps every feature keyed on the cons_tres id
+    // (CoreCnt reservations, unpacking node/job info in clients); see docs/deployment.md.
+    id: 109,
+    roles: [&select::ROLE],
+}

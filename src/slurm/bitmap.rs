@@ -1,0 +1,260 @@
+//! Safe, typed views of Slurm's `bitstr_t`.
+//!
+//! Ownership is in the type: [`BitmapRef`]/[`BitmapMut`] borrow a bitmap Slurm owns (a job's
+//! `node_bitmap`, a GRES `gres_bit_select[n]`), [`Bitmap`] owns one and frees it with
+//! `slurm_bit_free`. Indices are typed ([`NodeIndex`], [`GpuIndex`]) so node and GPU bits never
+//! mix, and every index is checked against `bit_size` before the C call (Slurm's own
+//! `bit_test` asserts, which would abort slurmctld). Only `slurm_bit_*` functions touch the
+//! bits: `bitstr_t` has a private header. [`BitmapRef::to_gpu_set`] and
+//! [`BitmapMut::write_gpu_set`] are the only bridge to the core's `GpuSet`.
+
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+use gputopo_core::GpuSet;
+
+use crate::ffi;
+use crate::slurm::SlurmError;
+
+/// A typed bit position.
+pub trait BitIndex: Copy {
+    /// The bit number.
+    fn bit(self) -> usize;
+    /// The index for a bit number.
+    fn from_bit(bit: usize) -> Self;
+}
+
+/// Index into slurmctld's node table (`node_record_table_ptr`), as in a job's `node_bitmap`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeIndex(pub usize);
+
+/// Index of a GPU on one node, in GRES bitmap order (the `IDX` Slurm prints).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GpuIndex(pub usize);
+
+impl BitIndex for NodeIndex {
+    fn bit(self) -> usize {
+        self.0
+    }
+    fn from_bit(bit: usize) -> Self {
+        Self(bit)
+    }
+}
+
+impl BitIndex for GpuIndex {
+    fn bit(self) -> usize {
+        self.0
+    }
+    fn from_bit(bit: usize) -> Self {
+        Self(bit)
+    }
+}
+
+/// The shared read operations; every public type wraps one of these.
+#[derive(Debug, Clone, Copy)]
+struct Bits(NonNull<ffi::bitstr_t>);
+
+impl Bits {
+    fn size(self) -> usize {
+        // SAFETY: self.0 is a live bitmap (guaranteed by the constructor of the public type).
+        let n = unsafe { ffi::slurm_bit_size(self.0.as_ptr()) };
+        usize::try_from(n).unwrap_or(0)
+    }
+
+    fn offset(self, bit: usize) -> Result<ffi::bitoff_t, SlurmError> {
+        let size = self.size();
+        if bit < size {
+            ffi::bitoff_t::try_from(bit).map_err(|_| SlurmError::OutOfBounds { index: bit, size })
+        } else {
+            Err(SlurmError::OutOfBounds { index: bit, size })
+        }
+    }
+
+    fn test(self, bit: usize) -> bool {
+        let Ok(off) = self.offset(bit) else {
+            return false;
+        };
+        // SAFETY: live bitmap, and off < bit_size was checked above.
+        let set = unsafe { ffi::slurm_bit_test(self.0.as_ptr(), off) };
+        set != 0
+    }
+
+    fn count(self) -> usize {
+        // SAFETY: live bitmap.
+        let n = unsafe { ffi::slurm_bit_set_count(self.0.as_ptr()) };
+        usize::try_from(n).unwrap_or(0)
+    }
+
+    fn put(self, bit: usize, on: bool) -> Result<(), SlurmError> {
+        let off = self.offset(bit)?;
+        if on {
+            // SAFETY: live bitmap the caller may mutate (BitmapMut/Bitmap), off < bit_size.
+            unsafe { ffi::slurm_bit_set(self.0.as_ptr(), off) };
+        } else {
+            // SAFETY: as above.
+            unsafe { ffi::slurm_bit_clear(self.0.as_ptr(), off) };
+        }
+        Ok(())
+    }
+}
+
+macro_rules! read_api {
+    () => {
+        /// Number of bits (`bit_size`).
+        pub fn len(&self) -> usize {
+            self.bits.size()
+        }
+        /// True when the bitmap has no bits at all.
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+        /// Whether `i` is set; an index outside the bitmap is "not set".
+        pub fn contains(&self, i: I) -> bool {
+            self.bits.test(i.bit())
+        }
+        /// Number of set bits.
+        pub fn count(&self) -> usize {
+            self.bits.count()
+        }
+        /// The set indices, ascending.
+        pub fn iter_set(&self) -> impl Iterator<Item = I> + '_ {
+            let bits = self.bits;
+            (0..bits.size())
+                .filter(move |b| bits.test(*b))
+                .map(I::from_bit)
+        }
+    };
+}
+
+/// A bitmap owned by Slurm, borrowed read-only.
+#[derive(Debug)]
+pub struct BitmapRef<'a, I: BitIndex> {
+    bits: Bits,
+    _borrow: PhantomData<(&'a ffi::bitstr_t, I)>,
+}
+
+impl<I: BitIndex> BitmapRef<'_, I> {
+    /// Borrows a Slurm bitmap; null becomes `None`.
+    ///
+    /// # Safety
+    /// `ptr` is null or a valid `bitstr_t` that nobody frees or mutates during `'a`.
+    pub unsafe fn from_raw(ptr: *mut ffi::bitstr_t) -> Option<Self> {
+        NonNull::new(ptr).map(|p| Self {
+            bits: Bits(p),
+            _borrow: PhantomData,
+        })
+    }
+
+    read_api!();
+}
+
+impl BitmapRef<'_, GpuIndex> {
+    /// The set GPU indices as a core `GpuSet` (bits beyond what `GpuSet` holds are dropped).
+    pub fn to_gpu_set(&self) -> GpuSet {
+        self.iter_set()
+            .map(|g| g.0)
+            .filter(|g| *g < gputopo_core::gpuset::MAX_GPUS)
+            .collect()
+    }
+}
+
+/// A bitmap owned by Slurm, borrowed for writing.
+#[derive(Debug)]
+pub struct BitmapMut<'a, I: BitIndex> {
+    bits: Bits,
+    _borrow: PhantomData<(&'a mut ffi::bitstr_t, I)>,
+}
+
+impl<I: BitIndex> BitmapMut<'_, I> {
+    /// Borrows a Slurm bitmap for writing; null becomes `None`.
+    ///
+    /// # Safety
+    /// `ptr` is null or a valid `bitstr_t` that only this borrow accesses during `'a`.
+    pub unsafe fn from_raw(ptr: *mut ffi::bitstr_t) -> Option<Self> {
+        NonNull::new(ptr).map(|p| Self {
+            bits: Bits(p),
+            _borrow: PhantomData,
+        })
+    }
+
+    read_api!();
+
+    /// Sets bit `i`.
+    ///
+    /// # Errors
+    /// [`SlurmError::OutOfBounds`] when `i` is not below [`Self::len`].
+    pub fn set(&mut self, i: I) -> Result<(), SlurmError> {
+        self.bits.put(i.bit(), true)
+    }
+
+    /// Clears bit `i`.
+    ///
+    /// # Errors
+    /// [`SlurmError::OutOfBounds`] when `i` is not below [`Self::len`].
+    pub fn clear(&mut self, i: I) -> Result<(), SlurmError> {
+        self.bits.put(i.bit(), false)
+    }
+}
+
+impl BitmapMut<'_, GpuIndex> {
+    /// Makes the bitmap equal to `set` (all other bits cleared).
+    ///
+    /// # Errors
+    /// [`SlurmError::OutOfBounds`] when `set` names a GPU beyond the bitmap; the bitmap is then
+    /// left unchanged.
+    pub fn write_gpu_set(&mut self, set: GpuSet) -> Result<(), SlurmError> {
+        let size = self.len();
+        if let Some(bad) = set.iter().find(|g| *g >= size) {
+            return Err(SlurmError::OutOfBounds { index: bad, size });
+        }
+        for bit in 0..size {
+            self.bits.put(bit, set.contains(bit))?;
+        }
+        Ok(())
+    }
+}
+
+/// A bitmap gputopo allocated with `slurm_bit_alloc`; freed on drop.
+#[derive(Debug)]
+pub struct Bitmap<I: BitIndex> {
+    bits: Bits,
+    _index: PhantomData<I>,
+}
+
+impl<I: BitIndex> Bitmap<I> {
+    /// Allocates `len` cleared bits from Slurm's allocator (so Slurm may take ownership later).
+    pub fn new(len: usize) -> Option<Self> {
+        let n = ffi::bitoff_t::try_from(len).ok()?;
+        // SAFETY: plain allocation; slurm_bit_alloc returns a valid bitmap (it aborts on OOM).
+        let ptr = unsafe { ffi::slurm_bit_alloc(n) };
+        NonNull::new(ptr).map(|p| Self {
+            bits: Bits(p),
+            _index: PhantomData,
+        })
+    }
+
+    read_api!();
+
+    /// Sets bit `i`.
+    ///
+    /// # Errors
+    /// [`SlurmError::OutOfBounds`] when `i` is not below [`Self::len`].
+    pub fn set(&mut self, i: I) -> Result<(), SlurmError> {
+        self.bits.put(i.bit(), true)
+    }
+
+    /// Hands the bitmap to Slurm (e.g. as a `select_p_*` return value); Slurm frees it.
+    pub fn into_raw(self) -> *mut ffi::bitstr_t {
+        let ptr = self.bits.0.as_ptr();
+        std::mem::forget(self);
+        ptr
+    }
+}
+
+impl<I: BitIndex> Drop for Bitmap<I> {
+    fn drop(&mut self) {
+        let mut ptr = self.bits.0.as_ptr();
+        // SAFETY: we own this bitmap (allocated by slurm_bit_alloc, never handed out).
+        unsafe { ffi::slurm_bit_free(&mut ptr) };
+    }
+}

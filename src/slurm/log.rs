@@ -1,0 +1,127 @@
+//! The `log` facade, written into Slurm's own log (slurmctld.log, slurmd.log, stderr of clients).
+//!
+//! Everything in gputopo logs with `log::error!`/`warn!`/`info!`/`debug!`/`trace!`; this module
+//! is the one `log::Log` implementation. Levels go through one table ([`LEVELS`]); the message
+//! is formatted once, interior NULs are replaced, and it is passed to `slurm_log_var` as the
+//! argument of a constant `"%s"` format, so a message can never become a format string.
+//! `enabled()` compares with Slurm's current level (`get_log_level`); [`sync_level`] refreshes
+//! `log::max_level` (called from `init` and on reconfigure).
+
+use std::ffi::{CString, c_int};
+
+use log::{Level, LevelFilter, Log, Metadata, Record};
+
+use crate::ffi;
+
+/// gputopo level → (Slurm level, prefix). Slurm adds "error: " itself for LOG_LEVEL_ERROR;
+/// warnings print at INFO with "warning: ", like Slurm's `warning()`.
+const LEVELS: [(Level, ffi::log_level_t, &str); 5] = [
+    (Level::Error, ffi::log_level_t_LOG_LEVEL_ERROR, ""),
+    (Level::Warn, ffi::log_level_t_LOG_LEVEL_INFO, "warning: "),
+    (Level::Info, ffi::log_level_t_LOG_LEVEL_VERBOSE, ""),
+    (Level::Debug, ffi::log_level_t_LOG_LEVEL_DEBUG, ""),
+    (Level::Trace, ffi::log_level_t_LOG_LEVEL_DEBUG2, ""),
+];
+
+fn slurm_level(level: Level) -> (ffi::log_level_t, &'static str) {
+    LEVELS
+        .iter()
+        .find(|(l, _, _)| *l == level)
+        .map_or((ffi::log_level_t_LOG_LEVEL_INFO, ""), |(_, s, p)| (*s, *p))
+}
+
+/// Plugin name printed before every message: the role is the log target's module.
+fn role_prefix(target: &str) -> &'static str {
+    if target.contains("priority") {
+        "priority/gputopo"
+    } else {
+        "select/gputopo"
+    }
+}
+
+fn current_slurm_level() -> c_int {
+    // SAFETY: plain getter of libslurmfull's log state; safe from any thread.
+    unsafe { ffi::slurm_get_log_level() }
+}
+
+/// The most verbose `log` level Slurm would print at its current level.
+fn filter_for(slurm: c_int) -> LevelFilter {
+    let slurm = i64::from(slurm);
+    LEVELS
+        .iter()
+        .rev()
+        .find(|(_, s, _)| i64::from(*s) <= slurm)
+        .map_or(LevelFilter::Off, |(l, _, _)| l.to_level_filter())
+}
+
+struct SlurmLogger;
+
+static LOGGER: SlurmLogger = SlurmLogger;
+
+impl Log for SlurmLogger {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        i64::from(slurm_level(metadata.level()).0) <= i64::from(current_slurm_level())
+    }
+
+    fn log(&self, record: &Record<'_>) {
+        if !self.enabled(record.metadata()) {
+            return;
+        }
+        let (level, prefix) = slurm_level(record.level());
+        let text = format!(
+            "{prefix}{}: {}",
+            role_prefix(record.target()),
+            record.args()
+        );
+        let Ok(msg) = CString::new(text.replace('\0', "\\0")) else {
+            return;
+        };
+        // SAFETY: constant "%s" format with exactly one NUL-terminated string argument.
+        unsafe { ffi::slurm_log_var(level, c"%s".as_ptr(), msg.as_ptr()) };
+    }
+
+    fn flush(&self) {}
+}
+
+/// Routes the `log` facade into Slurm (first call wins; later calls only resync the level).
+pub fn install() {
+    // An Err only means a logger is already set in this process (our own, from an earlier init).
+    let _already_set = log::set_logger(&LOGGER);
+    sync_level();
+}
+
+/// Sets `log::max_level` from Slurm's current log level (init and reconfigure).
+pub fn sync_level() {
+    log::set_max_level(filter_for(current_slurm_level()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slurm_levels_map_to_filters() {
+        let cases = [
+            ("quiet", ffi::log_level_t_LOG_LEVEL_QUIET, LevelFilter::Off),
+            ("info", ffi::log_level_t_LOG_LEVEL_INFO, LevelFilter::Warn),
+            (
+                "verbose",
+                ffi::log_level_t_LOG_LEVEL_VERBOSE,
+                LevelFilter::Info,
+            ),
+            (
+                "debug",
+                ffi::log_level_t_LOG_LEVEL_DEBUG,
+                LevelFilter::Debug,
+            ),
+            (
+                "debug5",
+                ffi::log_level_t_LOG_LEVEL_DEBUG5,
+                LevelFilter::Trace,
+            ),
+        ];
+        for (name, slurm, want) in cases {
+            assert_eq!(filter_for(slurm as c_int), want, "{name}");
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Read-only views of slurmctld's node records ([`NodeView`]): name, `Extra`, core layout and
+//! GPU GRES state, by node-table index.
+//!
+//! `node_record_table_ptr`/`node_record_count` are defined in libslurmfull
+//! (src/common/node_conf.c), so they link normally and exist in every process; outside
+//! slurmctld the table is simply empty. Entries may be NULL (nodes removed by a reconfigure),
+//! which become `None`. Callers are `select_p_*` hooks, which run with the slurmctld node lock
+//! held, so the records do not change under the view.
+
+use std::ffi::CStr;
+
+use crate::ffi;
+use crate::slurm::bitmap::NodeIndex;
+use crate::slurm::gres::{self, NodeGres};
+
+/// One node record, borrowed for a `select_p_*` call.
+#[doc(alias = "node_record_t")]
+#[derive(Debug, Clone, Copy)]
+pub struct NodeView<'a> {
+    rec: &'a ffi::node_record_t,
+    index: NodeIndex,
+}
+
+/// Number of entries in the node table.
+pub fn table_len() -> usize {
+    // SAFETY: a plain read of libslurmfull's int; written only by slurmctld's main thread
+    // under the node write lock, which the calling select hook holds (or excludes).
+    let n = unsafe { std::ptr::addr_of!(ffi::node_record_count).read() };
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// The node at `index` of slurmctld's node table (`node_record_table_ptr[index]`).
+///
+/// # Safety
+/// Call only from a `select_p_*` hook (slurmctld holds the node lock); the view must not
+/// outlive that call.
+pub unsafe fn by_index<'a>(index: NodeIndex) -> Option<NodeView<'a>> {
+    if index.0 >= table_len() {
+        return None;
+    }
+    // SAFETY: plain read of the table pointer (see table_len).
+    let table = unsafe { std::ptr::addr_of!(ffi::node_record_table_ptr).read() };
+    if table.is_null() {
+        return None;
+    }
+    // SAFETY: the table has node_record_count entries; index was checked against it.
+    let rec = unsafe { *table.add(index.0) };
+    // SAFETY: a non-null entry is a live node record for the duration of the hook.
+    let rec = unsafe { rec.as_ref() }?;
+    Some(NodeView { rec, index })
+}
+
+fn c_str<'a>(p: *const std::ffi::c_char) -> Option<&'a str> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: NUL-terminated string owned by the node record (xstrdup'd by slurmctld).
+    unsafe { CStr::from_ptr(p) }.to_str().ok()
+}
+
+impl<'a> NodeView<'a> {
+    /// Its index in the node table (the bit in node bitmaps).
+    pub fn index(&self) -> NodeIndex {
+        self.index
+    }
+
+    /// `NodeName`.
+    pub fn name(&self) -> &'a str {
+        c_str(self.rec.name).unwrap_or("?")
+    }
+
+    /// The node's `Extra` string (where the agent publishes GPU health), if set.
+    pub fn extra(&self) -> Option<&'a str> {
+        c_str(self.rec.extra)
+    }
+
+    /// Cores per socket (slurm.conf `CoresPerSocket`), at least 1.
+    pub fn cores_per_socket(&self) -> usize {
+        usize::from(self.rec.cores).max(1)
+    }
+
+    /// The node's GRES state named `name` (`gpu`).
+    pub fn gres(&self, name: &str) -> Option<NodeGres<'a>> {
+        // SAFETY: the node's live gres_list, not modified during the hook (node lock held).
+        unsafe { gres::node_gres(self.rec.gres_list, name) }
+    }
+
+    /// The node's GPUs (`gres/gpu` state).
+    pub fn gpus(&self) -> Option<NodeGres<'a>> {
+        self.gres(gres::GPU)
+    }
+}
