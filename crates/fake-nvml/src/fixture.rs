@@ -2,7 +2,7 @@
 //! lines (parsed with [`gputopo_core::keyvalue`]). Indices here are NVML indices.
 //!
 //! ```text
-//! Node Name=dgx1v-faults Gpus=8 Driver=550.54.15 SameSocket=PHB [DriverNotLoaded=yes]
+//! Node Name=dgx1v-faults Gpus=8 Driver=550.54.15 SameSocket=PHB [DriverNotLoaded=yes] [NoLibrary=yes]
 //! Gpu Index=5 Uuid=GPU-... BusId=00000000:86:00.0 Minor=5 Socket=1 Cores=20-39 Name="Tesla V100"
 //!     Ecc=on|off|unsupported EccUncVol=2 EccUncAgg=7 EccCorVol=0 EccCorAgg=0
 //!     RetiredPending=yes RetiredDbe=0x1f000,0x2f000 RetiredSbe=
@@ -108,6 +108,10 @@ pub struct FakeNode {
     pub driver: String,
     /// `nvmlInit` fails with NVML_ERROR_DRIVER_NOT_LOADED.
     pub driver_not_loaded: bool,
+    /// The node has no NVML library at all: harness scripts and tests point the agent at a path
+    /// that does not exist; if this library is loaded anyway, `nvmlInit` answers
+    /// `NVML_ERROR_LIBRARY_NOT_FOUND`.
+    pub no_library: bool,
     /// GPUs by NVML index.
     pub gpus: Vec<FakeGpu>,
     /// `n`×`n` PCIe levels by NVML index.
@@ -145,7 +149,14 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
             check(
                 line,
                 rest,
-                &["Name", "Gpus", "Driver", "DriverNotLoaded", "SameSocket"],
+                &[
+                    "Name",
+                    "Gpus",
+                    "Driver",
+                    "DriverNotLoaded",
+                    "NoLibrary",
+                    "SameSocket",
+                ],
             )?;
             if node.is_some() {
                 return Err(e("Node", "only one Node line".into()));
@@ -164,6 +175,7 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                 FakeNode {
                     driver: get(rest, "Driver").unwrap_or("550.54.15").to_string(),
                     driver_not_loaded: flag(line, rest, "DriverNotLoaded")?.unwrap_or(false),
+                    no_library: flag(line, rest, "NoLibrary")?.unwrap_or(false),
                     name,
                     gpus,
                     pcie: Vec::new(),
@@ -485,5 +497,24 @@ mod tests {
                 let _ = parse(&format!("Node Gpus=2\n{kind} {k}={v} Gpu=1 Remote=x\n"));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod shipped {
+    /// Every fixture the tests and the harness use parses.
+    #[test]
+    fn shipped_fixtures_parse() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/nvml");
+        let mut n = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "fx") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                super::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                n += 1;
+            }
+        }
+        assert!(n >= 4);
     }
 }

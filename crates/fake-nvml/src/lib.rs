@@ -35,6 +35,7 @@ const NOT_FOUND: nvmlReturn_t = 6;
 const INSUFFICIENT_SIZE: nvmlReturn_t = 7;
 const DRIVER_NOT_LOADED: nvmlReturn_t = 9;
 const TIMEOUT: nvmlReturn_t = 10;
+const LIBRARY_NOT_FOUND: nvmlReturn_t = 12;
 const GPU_IS_LOST: nvmlReturn_t = 15;
 const UNKNOWN: nvmlReturn_t = 999;
 
@@ -178,6 +179,7 @@ pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
             Err(UNKNOWN)
         }
         Ok(n) if n.driver_not_loaded => Err(DRIVER_NOT_LOADED),
+        Ok(n) if n.no_library => Err(LIBRARY_NOT_FOUND),
         Ok(_) => {
             INIT_COUNT.fetch_add(1, Ordering::SeqCst);
             Ok(())
