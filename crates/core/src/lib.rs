@@ -10,6 +10,7 @@
 //! - [`keyvalue`]: Slurm's `Key=Value` line syntax shared by every parser.
 //! - [`topology`]: [`NodeTopology`], the interconnect model of one node (NVLink counts with
 //!   NVSwitch semantics, PCIe path levels, socket/core affinity) and its parsers/renderers.
+//! - `fixtures` (tests, feature `fixtures`): named topologies from `contrib/topologies/`.
 //! - [`placement`]: the [`placement::Policy`] trait, the exact engine and the baselines.
 //! - [`health`]: per-GPU health verdicts and the JSON the agent publishes in node `Extra`.
 //! - [`config`]: parsing of `gputopo.conf`.
@@ -23,6 +24,8 @@
 
 pub mod config;
 pub mod cpulist;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 pub mod gpuset;
 pub mod health;
 pub mod keyvalue;

@@ -5,14 +5,27 @@
 //! the request cannot be met. Allocation state lives with the caller (slurmctld, the
 //! simulator), never in a policy.
 //!
-//! Policies: `gputopo` (the exact engine, [`engine`]), and the baselines the evaluation compares
-//! against: [`first_fit`], [`slurm_greedy`] (a model of stock cons_tres), [`best_effort`]
-//! (go-gpuallocator's partition-score policy).
+//! Policies: `gputopo` (the exact engine, [`engine`]; its objective in [`objective`], its
+//! tables in [`tables`], its search in `search`, node ranking in [`rank`]), the test oracle
+//! [`exhaustive`], and the baselines the evaluation compares against: [`first_fit`],
+//! [`slurm_greedy`] (a model of stock cons_tres), [`best_effort`] (go-gpuallocator's
+//! partition-score policy).
 
 pub mod best_effort;
 pub mod engine;
+pub mod exhaustive;
 pub mod first_fit;
+pub mod objective;
+pub mod rank;
+mod search;
 pub mod slurm_greedy;
+pub mod tables;
+
+pub use engine::{Choice, Gputopo, score};
+pub use exhaustive::Exhaustive;
+pub use objective::{Objective, Score};
+pub use rank::rank_nodes;
+pub use tables::{TableCache, TopoHandle, TopoTables};
 
 use crate::gpuset::GpuSet;
 use crate::topology::NodeTopology;

@@ -1,0 +1,387 @@
+//! Known answers (table-driven, one named case per row) and properties against the
+//! exhaustive oracle.
+
+use super::*;
+use crate::fixtures;
+use crate::placement::exhaustive::Exhaustive;
+use crate::topology::{Gpu, PcieLevel};
+use proptest::prelude::*;
+
+fn s(v: &[usize]) -> GpuSet {
+    v.iter().copied().collect()
+}
+
+struct Case {
+    name: &'static str,
+    topo: fn() -> NodeTopology,
+    free: Option<&'static [usize]>,
+    required: &'static [usize],
+    near: &'static [usize],
+    count: usize,
+    want: Option<&'static [usize]>,
+}
+
+const fn case(
+    name: &'static str,
+    topo: fn() -> NodeTopology,
+    free: Option<&'static [usize]>,
+    count: usize,
+    want: Option<&'static [usize]>,
+) -> Case {
+    Case {
+        name,
+        topo,
+        free,
+        required: &[],
+        near: &[],
+        count,
+        want,
+    }
+}
+
+fn known_answers() -> Vec<Case> {
+    use fixtures::*;
+    vec![
+        case("dgx1v idle 2 -> NV2+PIX", dgx1v, None, 2, Some(&[2, 3])),
+        case("dgx1v idle 4 -> quad", dgx1v, None, 4, Some(&[0, 1, 2, 3])),
+        case("dgx1v idle 3", dgx1v, None, 3, Some(&[0, 2, 3])),
+        case(
+            "dgx1v {0,1,4} 2 -> NV2 cross socket",
+            dgx1v,
+            Some(&[0, 1, 4]),
+            2,
+            Some(&[0, 4]),
+        ),
+        case(
+            "dgx1v {0,2,4,5} 2 (go says {4,5})",
+            dgx1v,
+            Some(&[0, 2, 4, 5]),
+            2,
+            Some(&[0, 4]),
+        ),
+        case(
+            "dgx1v {0,4,5,6} 2",
+            dgx1v,
+            Some(&[0, 4, 5, 6]),
+            2,
+            Some(&[5, 6]),
+        ),
+        case("dgx1v {0,1,3} 2", dgx1v, Some(&[0, 1, 3]), 2, Some(&[0, 3])),
+        case(
+            "dgx1v {0,1,4} 1 keeps the NV2 pair",
+            dgx1v,
+            Some(&[0, 1, 4]),
+            1,
+            Some(&[1]),
+        ),
+        case("dgx1v too few", dgx1v, Some(&[0, 1]), 3, None),
+        Case {
+            required: &[4],
+            ..case("dgx1v required 4, 2", dgx1v, None, 2, Some(&[4, 7]))
+        },
+        Case {
+            required: &[4],
+            ..case("dgx1v required 4, 4", dgx1v, None, 4, Some(&[4, 5, 6, 7]))
+        },
+        Case {
+            required: &[0, 5],
+            ..case("dgx1v required beyond count", dgx1v, None, 1, None)
+        },
+        Case {
+            required: &[6],
+            ..case("dgx1v required not free", dgx1v, Some(&[0, 1]), 2, None)
+        },
+        Case {
+            near: &[4, 5, 6, 7],
+            ..case("dgx1v near socket 1", dgx1v, None, 2, Some(&[6, 7]))
+        },
+        case("dgx1p idle 2 -> PIX NV1", dgx1p, None, 2, Some(&[0, 2])),
+        case("dgx1p idle 4", dgx1p, None, 4, Some(&[0, 1, 2, 3])),
+        case(
+            "hgx-h100 idle 2 -> same socket",
+            hgx_h100,
+            None,
+            2,
+            Some(&[0, 1]),
+        ),
+        case(
+            "hgx-h100 idle 4 -> one socket",
+            hgx_h100,
+            None,
+            4,
+            Some(&[0, 1, 2, 3]),
+        ),
+        Case {
+            near: &[4, 5, 6, 7],
+            ..case("hgx-h100 near socket 1", hgx_h100, None, 2, Some(&[4, 5]))
+        },
+        // Any NVSwitch set is NV18; the lookahead keeps the other socket's quad whole.
+        case(
+            "hgx-h100 {0,1,2,4,5,6} 3",
+            hgx_h100,
+            Some(&[0, 1, 2, 4, 5, 6]),
+            3,
+            Some(&[0, 1, 2]),
+        ),
+        case(
+            "hgx-h100 {0,1,4,5,6,7} 2 -> leave a quad",
+            hgx_h100,
+            Some(&[0, 1, 4, 5, 6, 7]),
+            2,
+            Some(&[0, 1]),
+        ),
+        case(
+            "dgx-a100 idle 2 -> PXB pair",
+            dgx_a100,
+            None,
+            2,
+            Some(&[0, 1]),
+        ),
+        case(
+            "dgx-a100 {1,2,3,4} 2 -> PXB pair",
+            dgx_a100,
+            Some(&[1, 2, 3, 4]),
+            2,
+            Some(&[2, 3]),
+        ),
+        case("dgx2 idle 2 -> PIX pair", dgx2, None, 2, Some(&[0, 1])),
+        case(
+            "dgx2 idle 8 -> one board",
+            dgx2,
+            None,
+            8,
+            Some(&[0, 1, 2, 3, 4, 5, 6, 7]),
+        ),
+        case(
+            "dgx2 {1,2,3,8,9} 2 -> lowest PIX pair",
+            dgx2,
+            Some(&[1, 2, 3, 8, 9]),
+            2,
+            Some(&[2, 3]),
+        ),
+        case("rtx8000 idle 2 -> NV2", rtx8000x4, None, 2, Some(&[0, 3])),
+        case(
+            "rtx8000 {0,1,3} 2",
+            rtx8000x4,
+            Some(&[0, 1, 3]),
+            2,
+            Some(&[0, 3]),
+        ),
+        case(
+            "a100-pcie4 idle 2 -> bridged pair",
+            a100_pcie4,
+            None,
+            2,
+            Some(&[0, 1]),
+        ),
+        case(
+            "a100-pcie4 {1,2,3} 2",
+            a100_pcie4,
+            Some(&[1, 2, 3]),
+            2,
+            Some(&[2, 3]),
+        ),
+        case("pcie8 idle 2 -> PIX", pcie8, None, 2, Some(&[0, 1])),
+        case(
+            "pcie8 idle 4 -> one socket",
+            pcie8,
+            None,
+            4,
+            Some(&[0, 1, 2, 3]),
+        ),
+        case(
+            "pcie8 {0,2,3,4} 2 -> PIX",
+            pcie8,
+            Some(&[0, 2, 3, 4]),
+            2,
+            Some(&[2, 3]),
+        ),
+        case(
+            "pcie8 {0,2,4,6} 2 -> same socket",
+            pcie8,
+            Some(&[0, 2, 4, 6]),
+            2,
+            Some(&[0, 2]),
+        ),
+    ]
+}
+
+#[test]
+fn known_answers_engine_and_oracle() {
+    let engine = Gputopo::new();
+    let mut failures: Vec<String> = Vec::new();
+    for c in known_answers() {
+        let topo = (c.topo)();
+        let free = c.free.map_or(topo.all(), s);
+        let req = Request {
+            count: c.count,
+            required: s(c.required),
+            near: s(c.near),
+        };
+        let want = c.want.map(s);
+        let got = engine.choose(&topo, free, &req);
+        if got != want {
+            failures.push(format!("{}: got {got:?}, want {want:?}", c.name));
+        }
+        assert_eq!(
+            Exhaustive.choose(&topo, free, &req),
+            got,
+            "oracle: {}",
+            c.name
+        );
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn dgx1v_four_successive_pairs_are_all_nv2() {
+    let topo = fixtures::dgx1v();
+    let engine = Gputopo::new();
+    let mut free = topo.all();
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        let req = Request {
+            count: 2,
+            ..Request::default()
+        };
+        let c = engine.choose_detailed(&topo, free, &req).unwrap();
+        let v = c.gpus.to_vec();
+        assert_eq!(topo.link(v[0], v[1]).nvlinks, 2, "{:?}", c.gpus);
+        free = free.difference(c.gpus);
+        got.push(c.gpus);
+    }
+    assert_eq!(got, vec![s(&[2, 3]), s(&[6, 7]), s(&[0, 4]), s(&[1, 5])]);
+    assert!(free.is_empty());
+}
+
+#[test]
+fn score_is_printable_and_ordered() {
+    let t = fixtures::dgx1v();
+    let nv2 = score(&t, s(&[0, 4]));
+    let nv1 = score(&t, s(&[0, 1]));
+    assert!(nv2 > nv1);
+    assert_eq!(nv2.to_string(), "bottleneck=55 aggregate=55");
+    assert_eq!(score(&t, s(&[3])).to_string(), "bottleneck=- aggregate=0");
+}
+
+#[test]
+fn greedy_fallback_above_sixteen() {
+    let t = NodeTopology::uniform("big", 20, PcieLevel::Pix).unwrap();
+    let e = Gputopo::new();
+    let req = Request {
+        count: 3,
+        required: s(&[7]),
+        near: GpuSet::EMPTY,
+    };
+    assert_eq!(e.choose(&t, t.all(), &req), Some(s(&[0, 1, 7])));
+    assert_eq!(e.choose(&t, s(&[1, 2]), &req), None);
+}
+
+/// A random topology of `n` GPUs: random sockets, PCIe levels, NVLink counts and NVSwitch
+/// links, all from `seed`.
+fn random_topology(n: usize, seed: u64) -> NodeTopology {
+    let mut x = seed | 1;
+    let mut next = move |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    let switch = next(4) == 0;
+    let gpus = (0..n)
+        .map(|index| Gpu {
+            index,
+            socket: Some(next(2) as u32),
+            switch_links: if switch { next(3) as u8 * 6 } else { 0 },
+            ..Gpu::default()
+        })
+        .collect();
+    let mut t = NodeTopology::new("r", gpus, PcieLevel::Node).unwrap();
+    let dense = next(3);
+    for a in 0..n {
+        for b in a + 1..n {
+            if next(4) == 0 {
+                t.set_pcie(a, b, PcieLevel::ALL[next(6) as usize]).unwrap();
+            }
+            if next(3) < dense {
+                t.set_nvlinks(a, b, next(4) as u8).unwrap();
+            }
+        }
+    }
+    t.apply_nvswitch();
+    t
+}
+
+fn check_against_oracle(
+    engine: &Gputopo,
+    topo: &NodeTopology,
+    free: u32,
+    req: u32,
+    near: u32,
+    k: usize,
+) {
+    let n = topo.len();
+    let free = GpuSet::from_bits(free & topo.all().bits());
+    let req = Request {
+        count: k.min(n),
+        required: GpuSet::from_bits(req & free.bits()).intersection(GpuSet::first_n(k.min(n))),
+        near: GpuSet::from_bits(near),
+    };
+    let got = engine.choose_detailed(topo, free, &req);
+    let want = Exhaustive::choose_detailed(topo, free, &req);
+    assert_eq!(
+        got.map(|c| (c.gpus, c.objective)),
+        want,
+        "{} free={free:?} {req:?}",
+        topo.name
+    );
+    if let Some(c) = got {
+        assert!(c.gpus.is_subset(free) && req.required.is_subset(c.gpus));
+        assert_eq!(c.gpus.len(), req.count);
+    } else {
+        assert!(free.len() < req.count || !req.required.is_subset(free));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn fast_path_equals_oracle_up_to_12(
+        n in 1usize..=12, seed: u64, free: u32, req: u32, near: u32, k in 0usize..=8,
+    ) {
+        let topo = random_topology(n, seed);
+        let engine = Gputopo::new();
+        check_against_oracle(&engine, &topo, free, req, near, k);
+        // Without required/near (the tier and memo paths), twice to hit the memo.
+        check_against_oracle(&engine, &topo, free, 0, 0, k);
+        check_against_oracle(&engine, &topo, free, 0, 0, k);
+        check_against_oracle(&engine, &topo, free, 0, u32::MAX, k);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn fast_path_equals_oracle_at_16(seed: u64, free: u32, req: u32, near: u32, k in 1usize..=5) {
+        let topo = random_topology(16, seed);
+        let engine = Gputopo::new();
+        check_against_oracle(&engine, &topo, free, req & 0x0101, near, k);
+        check_against_oracle(&engine, &topo, free, 0, 0, k);
+    }
+}
+
+#[test]
+fn nvswitch_16_matches_oracle() {
+    let topo = fixtures::dgx2();
+    let engine = Gputopo::new();
+    for (free, k, near) in [
+        (0xFFFF, 2, 0),
+        (0xFFFF, 3, 0xFF00),
+        (0xF0F3, 4, 0),
+        (0x7FFE, 2, 0x00F0),
+    ] {
+        check_against_oracle(&engine, &topo, free, 0, near, k);
+    }
+}

@@ -1,0 +1,54 @@
+//! `exhaustive`: the reference policy, the test oracle for the `gputopo` engine.
+//!
+//! It enumerates every admissible set and evaluates the objective of
+//! [`super::objective`] directly from the topology (no tables, no pruning), keeping the best
+//! key and, among equal keys, the lexicographically smallest set. Exponential: fine for tests
+//! and for benches' brute-force reference columns, never for slurmctld.
+
+use super::objective::{self, Objective};
+use super::{Policy, Request};
+use crate::gpuset::GpuSet;
+use crate::topology::NodeTopology;
+
+/// The exhaustive reference policy.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Exhaustive;
+
+impl Exhaustive {
+    /// The best set and its objective value, by brute force; `None` when impossible.
+    pub fn choose_detailed(
+        topo: &NodeTopology,
+        free: GpuSet,
+        req: &Request,
+    ) -> Option<(GpuSet, Objective)> {
+        let free = free.intersection(topo.all());
+        if !req.required.is_subset(free) || req.required.len() > req.count || free.len() < req.count
+        {
+            return None;
+        }
+        let mut best: Option<(Objective, GpuSet)> = None;
+        objective::for_each_subset(
+            free.difference(req.required),
+            req.count - req.required.len(),
+            &mut |t| {
+                let s = t.union(req.required);
+                let o = objective::objective(topo, free, s, req.near);
+                // Subsets arrive in tie-break order: only a strictly better key replaces.
+                if best.is_none_or(|(bo, _)| o > bo) {
+                    best = Some((o, s));
+                }
+            },
+        );
+        best.map(|(o, s)| (s, o))
+    }
+}
+
+impl Policy for Exhaustive {
+    fn name(&self) -> &'static str {
+        "exhaustive"
+    }
+
+    fn choose(&self, topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<GpuSet> {
+        Self::choose_detailed(topo, free, req).map(|(s, _)| s)
+    }
+}
