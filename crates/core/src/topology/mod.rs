@@ -6,12 +6,16 @@
 //! core affinity (gres.conf `Cores=`) and, when known, its identity (bus id, minor, UUID).
 //!
 //! GPUs are numbered by Slurm's GRES index. Parsers for the project's fixture format live in
-//! [`fixture`]; renderers for gres.conf in [`gres_conf`].
+//! [`fixture`]; renderers for gres.conf in [`gres_conf`]; parsers for gres.conf in
+//! [`gres_conf_parse`] and for `nvidia-smi topo -m` in [`smi`]; [`detect`] picks one by content.
 //!
 //! The model is plain data: building it validates it, and nothing here allocates per decision.
 
+pub mod detect;
 pub mod fixture;
 pub mod gres_conf;
+pub mod gres_conf_parse;
+pub mod smi;
 
 use crate::gpuset::{GpuSet, MAX_GPUS};
 use std::fmt;

@@ -1,0 +1,384 @@
+//! Reading one node's GPUs and NVLinks from a Slurm gres.conf.
+//!
+//! Sites already describe their GPUs in gres.conf, so `gputopo pick --topology gres.conf` and
+//! the plugin can start from it. What we read, per `Name=gpu` line:
+//! - `File=` gives the GRES index order (one GPU per path; `/dev/nvidia[0-3]` expands);
+//! - `Type=`, `Cores=` (CPU affinity; GPUs with the same `Cores=` are taken as one socket);
+//! - `Links=` (NVLink count to every GPU of the node, -1 for itself), validated: one entry per
+//!   GPU, -1 exactly at the GPU's own index, numbers ≥ 0 elsewhere, and symmetric (an
+//!   asymmetric pair is an error naming the later of the two lines).
+//!
+//! `NodeName=` lines are filtered by the requested node (host lists like `n[1-4],gpu07` are
+//! expanded); without a requested node the file must describe a single node.
+//! `AutoDetect=` and non-GPU GRES lines (`Name=mps`, `Name=shard`, ...) are ignored.
+//!
+//! gres.conf has no PCIe paths: pairs sharing `Cores=` get `NODE`, others `SYS`.
+//! Every problem is a [`LineError`] naming the line and key; no input panics.
+
+use super::{Gpu, NodeTopology, PcieLevel};
+use crate::gpuset::MAX_GPUS;
+use crate::keyvalue::{self, LineError, Pair};
+
+/// Parses the GPUs of `node` (or of the only node described) from gres.conf text.
+///
+/// # Errors
+/// [`LineError`] for malformed lines, bad `Cores=`/`Links=`/`File=`, no GPU line for the node,
+/// several nodes without `node`, or more than [`MAX_GPUS`] GPUs.
+pub fn parse(text: &str, node: Option<&str>) -> Result<NodeTopology, LineError> {
+    let mut gpus: Vec<GpuLine> = Vec::new();
+    let mut node_names: Option<(usize, String)> = None;
+    let mut gpu_type: Option<String> = None;
+    for (line, words) in keyvalue::lines(text) {
+        let words = words?;
+        if get(&words, "AutoDetect").is_some() && get(&words, "Name").is_none() {
+            continue;
+        }
+        let name = get(&words, "Name").unwrap_or("");
+        if !name.eq_ignore_ascii_case("gpu") {
+            continue;
+        }
+        if let Some(p) = words.iter().find(|p| !p.has_value) {
+            return Err(LineError::new(line, p.key, "expected Key=Value"));
+        }
+        if let Some(hosts) = get(&words, "NodeName") {
+            match node {
+                Some(want) => {
+                    let names =
+                        expand_hostlist(hosts).map_err(|m| LineError::new(line, "NodeName", m))?;
+                    if !names.iter().any(|h| h == want) {
+                        continue;
+                    }
+                }
+                None => match &node_names {
+                    Some((_, first)) if first != hosts => {
+                        return Err(LineError::new(
+                            line,
+                            "NodeName",
+                            format!(
+                                "lines for '{first}' and '{hosts}': name the node to read (--node)"
+                            ),
+                        ));
+                    }
+                    Some(_) => {}
+                    None => node_names = Some((line, hosts.to_string())),
+                },
+            }
+        }
+        let files = match get(&words, "File") {
+            Some(f) => expand_hostlist(f).map_err(|m| LineError::new(line, "File", m))?,
+            None => {
+                return Err(LineError::new(
+                    line,
+                    "File",
+                    "missing (needed for GPU order)",
+                ));
+            }
+        };
+        let cores = match get(&words, "Cores") {
+            Some(c) => crate::cpulist::parse_members(c, 1 << 16)
+                .map_err(|m| LineError::new(line, "Cores", m))?,
+            None => Vec::new(),
+        };
+        let links = match get(&words, "Links") {
+            Some(l) => {
+                if files.len() != 1 {
+                    return Err(LineError::new(
+                        line,
+                        "Links",
+                        "Links= needs a line per GPU (one File= path)",
+                    ));
+                }
+                Some(parse_links(line, l)?)
+            }
+            None => None,
+        };
+        if let Some(t) = get(&words, "Type") {
+            gpu_type.get_or_insert_with(|| t.to_string());
+        }
+        for _ in &files {
+            if gpus.len() >= MAX_GPUS {
+                return Err(LineError::new(
+                    line,
+                    "File",
+                    format!("more than {MAX_GPUS} GPUs"),
+                ));
+            }
+            gpus.push(GpuLine {
+                line,
+                cores: cores.clone(),
+                links: links.clone(),
+            });
+        }
+    }
+    if gpus.is_empty() {
+        let what = node.map_or(String::new(), |n| format!(" for node '{n}'"));
+        return Err(LineError::new(1, "Name", format!("no Name=gpu line{what}")));
+    }
+    build(node, node_names.map(|n| n.1), gpu_type, &gpus)
+}
+
+struct GpuLine {
+    line: usize,
+    cores: Vec<u32>,
+    links: Option<Vec<i64>>,
+}
+
+fn build(
+    node: Option<&str>,
+    node_names: Option<String>,
+    gpu_type: Option<String>,
+    lines: &[GpuLine],
+) -> Result<NodeTopology, LineError> {
+    let n = lines.len();
+    let mut socket_of: Vec<&[u32]> = Vec::new();
+    let gpus = lines
+        .iter()
+        .enumerate()
+        .map(|(index, g)| {
+            let socket = (!g.cores.is_empty()).then(|| {
+                let pos = socket_of.iter().position(|c| *c == g.cores.as_slice());
+                pos.unwrap_or_else(|| {
+                    socket_of.push(&g.cores);
+                    socket_of.len() - 1
+                }) as u32
+            });
+            Gpu {
+                index,
+                socket,
+                cores: g.cores.clone(),
+                ..Gpu::default()
+            }
+        })
+        .collect();
+    let name = node
+        .map(str::to_string)
+        .or(node_names)
+        .unwrap_or_else(|| "gres.conf".to_string());
+    let mut topo = NodeTopology::new(name, gpus, PcieLevel::Node)
+        .map_err(|e| LineError::new(lines[0].line, "File", e.to_string()))?;
+    topo.gpu_type = gpu_type;
+    for (a, g) in lines.iter().enumerate() {
+        let Some(links) = &g.links else { continue };
+        if links.len() != n {
+            return Err(LineError::new(
+                g.line,
+                "Links",
+                format!("{} entries, but the node has {n} GPUs", links.len()),
+            ));
+        }
+        for (b, &v) in links.iter().enumerate() {
+            if b == a {
+                if v != -1 {
+                    return Err(LineError::new(
+                        g.line,
+                        "Links",
+                        format!("entry {b} is this GPU itself and must be -1, not {v}"),
+                    ));
+                }
+                continue;
+            }
+            if v < 0 {
+                return Err(LineError::new(
+                    g.line,
+                    "Links",
+                    format!("entry {b} is {v}; only the GPU's own entry may be -1"),
+                ));
+            }
+            if b < a {
+                let other = &lines[b];
+                let back = other.links.as_ref().and_then(|l| l.get(a)).copied();
+                if let Some(back) = back {
+                    if back != v {
+                        return Err(LineError::new(
+                            g.line,
+                            "Links",
+                            format!(
+                                "asymmetric: GPU {a} lists {v} links to GPU {b}, but GPU {b} (line {}) lists {back}",
+                                other.line
+                            ),
+                        ));
+                    }
+                }
+            }
+            let count = u8::try_from(v).unwrap_or(u8::MAX);
+            if count > 0 {
+                topo.set_nvlinks(a, b, count)
+                    .map_err(|e| LineError::new(g.line, "Links", e.to_string()))?;
+            }
+        }
+    }
+    Ok(topo)
+}
+
+fn parse_links(line: usize, v: &str) -> Result<Vec<i64>, LineError> {
+    v.split(',')
+        .map(|x| {
+            x.trim()
+                .parse::<i64>()
+                .map_err(|_| LineError::new(line, "Links", format!("'{x}' is not a number")))
+        })
+        .collect()
+}
+
+fn get<'a>(words: &[Pair<'a>], key: &str) -> Option<&'a str> {
+    words
+        .iter()
+        .find(|p| p.has_value && p.key.eq_ignore_ascii_case(key))
+        .map(|p| p.value)
+}
+
+/// Expands a Slurm host list or bracketed path list: `n[1-3,7],gpu01` →
+/// `n1 n2 n3 n7 gpu01`; `/dev/nvidia[0-1]` → two paths. Zero padding is kept (`n[01-02]`).
+/// One bracket group per element.
+///
+/// # Errors
+/// A message for unbalanced brackets, bad ranges, or lists above 4096 names.
+pub fn expand_hostlist(s: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    let mut elems = Vec::new();
+    for (i, c) in s.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => {
+                depth = depth
+                    .checked_sub(1)
+                    .ok_or_else(|| format!("unbalanced ']' in '{s}'"))?;
+            }
+            ',' if depth == 0 => {
+                elems.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err(format!("unbalanced '[' in '{s}'"));
+    }
+    elems.push(&s[start..]);
+    for e in elems.into_iter().map(str::trim).filter(|e| !e.is_empty()) {
+        let Some(open) = e.find('[') else {
+            out.push(e.to_string());
+            continue;
+        };
+        let close = e[open..]
+            .find(']')
+            .map(|c| c + open)
+            .ok_or_else(|| format!("unbalanced '[' in '{e}'"))?;
+        let (prefix, body, suffix) = (&e[..open], &e[open + 1..close], &e[close + 1..]);
+        if suffix.contains('[') {
+            return Err(format!("'{e}': only one [..] group per name is supported"));
+        }
+        for part in body.split(',') {
+            let part = part.trim();
+            let (a, b) = part.split_once('-').unwrap_or((part, part));
+            let width = a.len();
+            let bad = || format!("'{part}' in '{e}' is not a number or range");
+            let (lo, hi): (u64, u64) =
+                (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+            if lo > hi || hi - lo >= 4096 || out.len() as u64 + (hi - lo) >= 4096 {
+                return Err(format!("range '{part}' in '{e}' is backwards or too large"));
+            }
+            for x in lo..=hi {
+                out.push(format!("{prefix}{x:0width$}{suffix}"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const DGX1V: &str = include_str!("../../../../tests/fixtures/topologies/dgx1v-gres.conf");
+
+    #[test]
+    fn reads_the_shipped_sample_like_the_fixture() {
+        let t = parse(DGX1V, Some("dgx03")).unwrap();
+        let f = crate::fixtures::dgx1v();
+        assert_eq!(t.len(), 8);
+        assert_eq!(t.gpu_type.as_deref(), Some("v100"));
+        for a in 0..8 {
+            for b in 0..8 {
+                if a != b {
+                    assert_eq!(t.link(a, b).nvlinks, f.link(a, b).nvlinks, "{a},{b}");
+                }
+            }
+            assert_eq!(t.gpus()[a].cores, f.gpus()[a].cores);
+        }
+        assert_eq!(t.link(0, 1).pcie, PcieLevel::Node);
+        assert_eq!(t.link(0, 4).pcie, PcieLevel::Sys);
+        // The other node in the file has 4 GPUs.
+        assert_eq!(parse(DGX1V, Some("small1")).unwrap().len(), 4);
+        let e = parse(DGX1V, None).unwrap_err();
+        assert_eq!(e.field, "NodeName");
+        assert!(parse(DGX1V, Some("nope")).is_err());
+    }
+
+    #[test]
+    fn links_are_validated_with_line_and_field() {
+        let ok = "Name=gpu File=/dev/nvidia0 Links=-1,2\nName=gpu File=/dev/nvidia1 Links=2,-1\n";
+        assert_eq!(parse(ok, None).unwrap().link(0, 1).nvlinks, 2);
+        let cases = [
+            (
+                "Name=gpu File=/dev/nvidia0 Links=-1,2\nName=gpu File=/dev/nvidia1 Links=1,-1\n",
+                2,
+            ),
+            (
+                "Name=gpu File=/dev/nvidia0 Links=-1,2,0\nName=gpu File=/dev/nvidia1 Links=2,-1\n",
+                1,
+            ),
+            (
+                "Name=gpu File=/dev/nvidia0 Links=0,2\nName=gpu File=/dev/nvidia1 Links=2,-1\n",
+                1,
+            ),
+            (
+                "Name=gpu File=/dev/nvidia0 Links=-1,-1\nName=gpu File=/dev/nvidia1 Links=-1,-1\n",
+                1,
+            ),
+            ("Name=gpu File=/dev/nvidia0 Links=-1,x\n", 1),
+        ];
+        for (text, line) in cases {
+            let e = parse(text, None).unwrap_err();
+            assert_eq!((e.line, e.field.as_str()), (line, "Links"), "{text}: {e}");
+        }
+        let e = parse("Name=gpu File=/dev/nvidia0 Cores=z\n", None).unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (1, "Cores"));
+    }
+
+    #[test]
+    fn ranges_autodetect_and_other_gres() {
+        let t = parse(
+            "AutoDetect=off\nName=mps Count=100\nNodeName=n[1-4] Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-7\n",
+            Some("n3"),
+        )
+        .unwrap();
+        assert_eq!((t.len(), t.name.as_str()), (4, "n3"));
+        assert_eq!(
+            expand_hostlist("n[01-03],x,y[5]").unwrap(),
+            ["n01", "n02", "n03", "x", "y5"]
+        );
+        assert!(expand_hostlist("n[1-").is_err());
+        assert!(expand_hostlist("n[3-1]").is_err());
+        assert!(expand_hostlist("n[0-99999999]").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(text in "\\PC{0,200}", node in proptest::option::of("[a-z0-9\\[\\]-]{0,8}")) {
+            let _ = parse(&text, node.as_deref());
+        }
+
+        #[test]
+        fn never_panics_on_gres_like_lines(lines in proptest::collection::vec(
+            "(NodeName=n\\[[0-9,-]{0,4}\\] )?Name=(gpu|mps) (File=/dev/nvidia[0-9\\[\\]-]{0,4} )?(Cores=[0-9,-]{0,5} )?(Links=[-0-9,]{0,12})?",
+            0..6,
+        )) {
+            let _ = parse(&lines.join("\n"), Some("n1"));
+            let _ = parse(&lines.join("\n"), None);
+        }
+    }
+}
