@@ -2,11 +2,14 @@
 //! counts of NVSwitch boards that Slurm's own NVML autodetection writes as zero.
 //!
 //! With `--topology FILE` the node comes from a topology fixture file (what the local-cluster
-//! harness uses); without it the node is read through NVML.
+//! harness uses); without it the node is read through NVML (see `gputopo topology`), GPUs in
+//! Slurm's GRES index order, NVSwitch links counted (Slurm's own autodetection writes zeros).
 //!
 //! GPU i's `File=` is `PREFIX` + its device minor number when known (else i); the default
 //! prefix is `/dev/nvidia`. Lines come out in GRES index order, so Slurm's GPU i is line i.
 
+use super::report;
+use super::settings::Settings;
 use anyhow::Context;
 use gputopo_core::topology::{NodeTopology, fixture, gres_conf};
 use std::path::PathBuf;
@@ -23,23 +26,41 @@ pub struct Args {
     /// Device path prefix; GPU i's `File=` is PREFIX + (minor number if known, else i).
     #[arg(long, value_name = "PREFIX", default_value = "/dev/nvidia")]
     pub file_prefix: String,
+    /// `Type=` value (empty to omit); default: the topology file's type, or from NVML the
+    /// product name the way Slurm's NVML autodetection spells it.
+    #[arg(long = "type", value_name = "TYPE")]
+    pub gpu_type: Option<String>,
 }
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let topo = match &args.topology {
+    let (mut topo, code) = match &args.topology {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading topology file {}", path.display()))?;
-            fixture::parse(&text)
-                .with_context(|| format!("parsing topology file {}", path.display()))?
+            let t = fixture::parse(&text)
+                .with_context(|| format!("parsing topology file {}", path.display()))?;
+            (t, report::EXIT_OK)
         }
-        None => anyhow::bail!(
-            "reading the node through NVML is not implemented yet; pass --topology FILE"
-        ),
+        None => {
+            let s = Settings::load(args.node.clone())?;
+            let r = report::collect(&s, true);
+            r.print_notes();
+            let Some(t) = r.topology.clone() else {
+                eprintln!("gputopo: no GPU could be read through NVML");
+                return Ok(r.exit_code().max(report::EXIT_NO_NVML));
+            };
+            if !r.reading.topology_complete() {
+                eprintln!("gputopo: warning: the topology is incomplete (a GPU did not answer)");
+            }
+            (t, r.exit_code())
+        }
     };
+    if let Some(ty) = &args.gpu_type {
+        topo.gpu_type = (!ty.is_empty()).then(|| ty.clone());
+    }
     print!("{}", render(&topo, args.node.as_deref(), &args.file_prefix));
-    Ok(0)
+    Ok(code)
 }
 
 /// gres.conf text for `topo` with `File=PREFIX<minor or index>`.

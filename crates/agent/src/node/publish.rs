@@ -1,10 +1,232 @@
-//! gputopo publish (to be written).
+//! `gputopo publish`: writes this node's GPU health into its Slurm `Extra` field, as JSON under
+//! the `gputopo` key (format: `gputopo_core::health::extra`). Meant to run as slurmd's
+//! `HealthCheckProgram` (as root; only root, SlurmUser and Slurm admins may update `Extra`).
+//!
+//! 1. Read NVML (bounded by `NvmlTimeoutMs`) and judge every GPU.
+//! 2. Read the current `Extra` with `scontrol show node NAME`.
+//! 3. Merge: other JSON keys are kept; a non-JSON value (an administrator's note) is never
+//!    overwritten — exit 5 with a message saying how to clear it.
+//! 4. Write with `scontrol update NodeName=NAME Extra=JSON`, only when the value changed.
+//! 5. Optionally (`DrainWhenAllFaulty=yes`) drain the node when *every* GPU is faulty. One bad GPU
+//!    never drains the node: the select plugin skips exactly that GPU.
+//!
+//! All scontrol calls together are bounded by `PublishTimeoutSec`; a call still running then is
+//! killed. Exit codes: 0 Extra is up to date (written, or already current); 1 usage or
+//! configuration error; 5 refused to overwrite a non-JSON `Extra`; 6 scontrol failed or timed out.
+//! NVML problems are not publish failures: they are published (`unknown` GPUs, `e` reasons).
+
+use super::report;
+use super::settings::Settings;
+use gputopo_core::health::{Status, merge_extra};
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Exit code: refused to overwrite a non-JSON Extra.
+pub const EXIT_REFUSED: i32 = 5;
+/// Exit code: scontrol failed or timed out.
+pub const EXIT_SCONTROL: i32 = 6;
 
 /// Arguments.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Slurm node name; default $SLURMD_NODENAME, else the short host name.
+    #[arg(long, value_name = "NAME")]
+    pub node: Option<String>,
+    /// scontrol to run; default $GPUTOPO_SCONTROL, else `scontrol` from PATH.
+    #[arg(long, value_name = "PATH")]
+    pub scontrol: Option<String>,
+    /// Print the new Extra value instead of writing it.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Use this as the current Extra instead of asking scontrol (with --dry-run: no Slurm needed).
+    #[arg(long, value_name = "TEXT")]
+    pub current_extra: Option<String>,
+}
 
 /// Runs the subcommand.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("not implemented yet")
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let s = Settings::load(args.node.clone())?;
+    let r = report::collect(&s, true);
+    r.print_notes();
+    let health = r.health();
+    let a = &s.config.agent;
+    let deadline = Instant::now() + Duration::from_secs(a.publish_timeout_sec);
+    let scontrol = args
+        .scontrol
+        .clone()
+        .or_else(|| {
+            std::env::var("GPUTOPO_SCONTROL")
+                .ok()
+                .filter(|v| !v.is_empty())
+        })
+        .unwrap_or_else(|| "scontrol".into());
+    let sc = Scontrol {
+        program: scontrol,
+        deadline,
+    };
+    let (current, state) = match &args.current_extra {
+        Some(e) => (e.clone(), String::new()),
+        None => match sc.run(&["show", "node", &s.node]) {
+            Ok(out) => (
+                field(&out, "Extra").unwrap_or_default(),
+                field(&out, "State").unwrap_or_default(),
+            ),
+            Err(e) => {
+                eprintln!("gputopo: publish: reading node {}: {e}", s.node);
+                return Ok(EXIT_SCONTROL);
+            }
+        },
+    };
+    let merged = match merge_extra(&current, &health) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("gputopo: publish: node {}: {e}", s.node);
+            return Ok(EXIT_REFUSED);
+        }
+    };
+    let counts = summary(&health);
+    if args.dry_run {
+        println!("{merged}");
+        return Ok(report::EXIT_OK);
+    }
+    if merged == current.trim() {
+        println!("gputopo: node {}: Extra unchanged ({counts})", s.node);
+    } else {
+        let extra = format!("Extra={merged}");
+        let node = format!("NodeName={}", s.node);
+        if let Err(e) = sc.run(&["update", &node, &extra]) {
+            eprintln!("gputopo: publish: updating node {}: {e}", s.node);
+            return Ok(EXIT_SCONTROL);
+        }
+        println!("gputopo: node {}: Extra updated ({counts})", s.node);
+    }
+    let all_faulty =
+        !health.gpus.is_empty() && health.gpus.iter().all(|g| g.status == Status::Faulty);
+    if a.drain_when_all_faulty && all_faulty && !state.to_ascii_uppercase().contains("DRAIN") {
+        let node = format!("NodeName={}", s.node);
+        let args = [
+            "update",
+            node.as_str(),
+            "State=DRAIN",
+            "Reason=gputopo: every GPU is faulty",
+        ];
+        if let Err(e) = sc.run(&args) {
+            eprintln!("gputopo: publish: draining node {}: {e}", s.node);
+            return Ok(EXIT_SCONTROL);
+        }
+        println!("gputopo: node {}: drained (every GPU is faulty)", s.node);
+    }
+    Ok(report::EXIT_OK)
+}
+
+fn summary(h: &gputopo_core::health::NodeHealth) -> String {
+    let mut parts = vec![format!("{} GPUs", h.gpus.len())];
+    for st in [
+        Status::Ok,
+        Status::Degraded,
+        Status::Unknown,
+        Status::Faulty,
+    ] {
+        let n = h.gpus.iter().filter(|g| g.status == st).count();
+        if n > 0 {
+            parts.push(format!("{n} {st}"));
+        }
+    }
+    for e in &h.errors {
+        parts.push(e.to_string());
+    }
+    parts.join(", ")
+}
+
+/// The value of `Key=` in `scontrol show node` output. `Extra=` (and `Reason=`, `Comment=`) sit on
+/// a line of their own and run to its end, spaces included; other keys end at whitespace.
+pub fn field(show: &str, key: &str) -> Option<String> {
+    let prefix = format!("{key}=");
+    for line in show.lines() {
+        let t = line.trim_start();
+        if let Some(v) = t.strip_prefix(&prefix) {
+            if matches!(key, "Extra" | "Comment" | "Reason") {
+                return Some(v.trim_end().to_string());
+            }
+        }
+        for word in t.split_whitespace() {
+            if let Some(v) = word.strip_prefix(&prefix) {
+                return Some(v.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// scontrol with a shared deadline.
+struct Scontrol {
+    program: String,
+    deadline: Instant,
+}
+
+impl Scontrol {
+    /// Runs scontrol; kills it at the deadline.
+    fn run(&self, args: &[&str]) -> Result<String, String> {
+        let mut child = Command::new(&self.program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("running {}: {e}", self.program))?;
+        let mut out = child.stdout.take();
+        let mut err = child.stderr.take();
+        let reader = std::thread::spawn(move || {
+            let (mut o, mut e) = (String::new(), String::new());
+            if let Some(s) = out.as_mut() {
+                let _ = s.read_to_string(&mut o);
+            }
+            if let Some(s) = err.as_mut() {
+                let _ = s.read_to_string(&mut e);
+            }
+            (o, e)
+        });
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(st)) => break st,
+                Ok(None) if Instant::now() >= self.deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "{} {} timed out (PublishTimeoutSec); killed",
+                        self.program,
+                        args.join(" ")
+                    ));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => return Err(format!("waiting for {}: {e}", self.program)),
+            }
+        };
+        let (o, e) = reader.join().unwrap_or_default();
+        if status.success() {
+            Ok(o)
+        } else {
+            Err(format!(
+                "{} {} failed ({status}): {}",
+                self.program,
+                args.first().copied().unwrap_or(""),
+                e.trim()
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field;
+
+    #[test]
+    fn reads_extra_and_state_from_show_node() {
+        let show = "NodeName=n1 Arch=x86_64 CoresPerSocket=1\n   State=IDLE+DRAIN ThreadsPerCore=1\n   \
+                    Extra={\"a\": \"b c\"}\n\n";
+        assert_eq!(field(show, "Extra").as_deref(), Some("{\"a\": \"b c\"}"));
+        assert_eq!(field(show, "State").as_deref(), Some("IDLE+DRAIN"));
+        assert_eq!(field("NodeName=n1\n", "Extra"), None);
+    }
 }

@@ -1,0 +1,256 @@
+//! Index mapping: NVML's GPU order → Slurm's GRES index.
+//!
+//! Slurm numbers a node's GPUs in the order of their `File=` device paths in gres.conf (with
+//! `AutoDetect=nvml`, in the order of the device minor numbers), not in NVML's enumeration order
+//! (PCI bus order). Both sides agree on the device minor number (`/dev/nvidiaN` has minor N),
+//! so the agent maps through it:
+//!
+//! 1. If gres.conf is readable and has `Name=gpu` lines with `File=` for this node, Slurm GPU i is
+//!    the NVML device whose minor equals the number at the end of the i-th `File=` path
+//!    (`/dev/nvidia3` → 3; ranges like `/dev/nvidia[0-3]` expand in order).
+//! 2. Otherwise GPUs are sorted by minor number.
+//!
+//! A GPU that NVML cannot identify (lost before its minor could be read) fills the one slot whose
+//! minor no NVML device claimed, when that is unambiguous; otherwise it is reported after the
+//! others. A gres.conf slot with no NVML device is reported `unknown` / `not_in_nvml`.
+
+use std::path::Path;
+
+/// One Slurm GPU: its minor and the NVML device behind it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slot {
+    /// Device minor number, when known.
+    pub minor: Option<u32>,
+    /// NVML index, when an NVML device was matched.
+    pub nvml: Option<usize>,
+}
+
+/// Slurm GPU order for NVML devices whose minors are `minors` (by NVML index; `None` = unknown).
+/// `gres` is the gres.conf minor order, when known.
+pub fn map(minors: &[Option<u32>], gres: Option<&[u32]>) -> Vec<Slot> {
+    let mut slots: Vec<Slot> = match gres {
+        Some(order) => order
+            .iter()
+            .map(|&m| Slot {
+                minor: Some(m),
+                nvml: minors.iter().position(|&x| x == Some(m)),
+            })
+            .collect(),
+        None => {
+            let mut known: Vec<(u32, usize)> = minors
+                .iter()
+                .enumerate()
+                .filter_map(|(i, m)| m.map(|m| (m, i)))
+                .collect();
+            known.sort();
+            known.dedup_by_key(|k| k.0);
+            known
+                .into_iter()
+                .map(|(m, i)| Slot {
+                    minor: Some(m),
+                    nvml: Some(i),
+                })
+                .collect()
+        }
+    };
+    let unidentified: Vec<usize> = (0..minors.len()).filter(|&i| minors[i].is_none()).collect();
+    if unidentified.is_empty() {
+        return slots;
+    }
+    if gres.is_some() {
+        let empty: Vec<usize> = (0..slots.len())
+            .filter(|&s| slots[s].nvml.is_none())
+            .collect();
+        if empty.len() == unidentified.len() {
+            for (s, i) in empty.into_iter().zip(unidentified) {
+                slots[s].nvml = Some(i);
+            }
+        }
+        return slots;
+    }
+    // No gres.conf: the minors nobody claimed among 0..count.
+    let count = minors.len() as u32;
+    let gaps: Vec<u32> = (0..count).filter(|m| !minors.contains(&Some(*m))).collect();
+    if gaps.len() == unidentified.len() && slots.iter().all(|s| s.minor < Some(count)) {
+        for (m, i) in gaps.into_iter().zip(unidentified) {
+            slots.push(Slot {
+                minor: Some(m),
+                nvml: Some(i),
+            });
+        }
+        slots.sort_by_key(|s| s.minor);
+    } else {
+        slots.extend(unidentified.into_iter().map(|i| Slot {
+            minor: None,
+            nvml: Some(i),
+        }));
+    }
+    slots
+}
+
+/// The GPU minors of `node` in gres.conf order, or `None` when gres.conf names no GPU files for
+/// it. Lines with a `NodeName=` that does not include `node` are skipped.
+///
+/// # Errors
+/// A message when the file cannot be read or a `File=`/`NodeName=` value cannot be expanded.
+pub fn gres_minors(path: &Path, node: &str) -> Result<Option<Vec<u32>>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    gres_minors_from(&text, node).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// [`gres_minors`] over the text.
+///
+/// # Errors
+/// A message naming the line when a value cannot be expanded.
+pub fn gres_minors_from(text: &str, node: &str) -> Result<Option<Vec<u32>>, String> {
+    let mut out = Vec::new();
+    for (line, words) in gputopo_core::keyvalue::lines(text) {
+        let words = words.map_err(|e| e.to_string())?;
+        let get = |k: &str| {
+            words
+                .iter()
+                .find(|p| p.key.eq_ignore_ascii_case(k))
+                .map(|p| p.value)
+        };
+        if !get("Name").is_some_and(|n| n.eq_ignore_ascii_case("gpu")) {
+            continue;
+        }
+        if let Some(names) = get("NodeName") {
+            let names = expand(names).map_err(|e| format!("line {line}: NodeName: {e}"))?;
+            if !names.iter().any(|n| n == node) {
+                continue;
+            }
+        }
+        let Some(files) = get("File") else {
+            continue;
+        };
+        for f in expand(files).map_err(|e| format!("line {line}: File: {e}"))? {
+            let digits: String = f
+                .chars()
+                .rev()
+                .take_while(char::is_ascii_digit)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            let m = digits
+                .parse()
+                .map_err(|_| format!("line {line}: File: '{f}' does not end in a minor number"))?;
+            out.push(m);
+        }
+    }
+    Ok((!out.is_empty()).then_some(out))
+}
+
+/// Expands a Slurm host list / file list: `a,b`, `n[1-3,7]`, `/dev/nvidia[0-3]`, zero padding
+/// (`n[01-10]`). One bracket group per item.
+///
+/// # Errors
+/// A message for unbalanced brackets, bad ranges or more than 4096 names.
+pub fn expand(list: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut depth = 0;
+    let mut start = 0;
+    let mut items = Vec::new();
+    for (i, c) in list.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&list[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        if !(0..=1).contains(&depth) {
+            return Err(format!("unbalanced brackets in '{list}'"));
+        }
+    }
+    if depth != 0 {
+        return Err(format!("unbalanced brackets in '{list}'"));
+    }
+    items.push(&list[start..]);
+    for item in items.into_iter().filter(|s| !s.is_empty()) {
+        let Some((pre, rest)) = item.split_once('[') else {
+            out.push(item.to_string());
+            continue;
+        };
+        let (ranges, post) = rest
+            .split_once(']')
+            .ok_or_else(|| format!("unbalanced brackets in '{item}'"))?;
+        for r in ranges.split(',') {
+            let (a, b) = r.split_once('-').unwrap_or((r, r));
+            let width = a.len();
+            let bad = || format!("bad range '{r}' in '{item}'");
+            let (x, y): (u64, u64) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+            if y < x || y - x > 4096 || out.len() as u64 + (y - x) > 4096 {
+                return Err(bad());
+            }
+            for v in x..=y {
+                out.push(format!("{pre}{v:0width$}{post}"));
+            }
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorts_by_minor_and_fills_the_lost_gap() {
+        let s = map(&[Some(7), Some(6), None, Some(4)], None);
+        // minors 4,6,7 known; 4 GPUs, so 0..4 has gaps 0,1,2,3 minus {}: ambiguous → appended
+        assert_eq!(
+            s.last(),
+            Some(&Slot {
+                minor: None,
+                nvml: Some(2)
+            })
+        );
+        let s = map(&[Some(0), Some(1), None, Some(3)], None);
+        assert_eq!(
+            s.iter().map(|s| (s.minor, s.nvml)).collect::<Vec<_>>(),
+            vec![
+                (Some(0), Some(0)),
+                (Some(1), Some(1)),
+                (Some(2), Some(2)),
+                (Some(3), Some(3))
+            ]
+        );
+    }
+
+    #[test]
+    fn follows_gres_conf_order() {
+        let s = map(&[Some(0), Some(1), None], Some(&[1, 2, 0]));
+        assert_eq!(
+            s.iter().map(|s| s.nvml).collect::<Vec<_>>(),
+            vec![Some(1), Some(2), Some(0)]
+        );
+        let s = map(&[Some(0)], Some(&[0, 5]));
+        assert_eq!(
+            s[1],
+            Slot {
+                minor: Some(5),
+                nvml: None
+            }
+        );
+    }
+
+    #[test]
+    fn reads_gres_conf_for_this_node() {
+        let text = "AutoDetect=off\nNodeName=n[1-2] Name=gpu File=/dev/nvidia[2-3]\n\
+                    NodeName=n3 Name=gpu File=/dev/nvidia9\nName=gpu Type=x File=/tmp/d/nvidia0\n\
+                    Name=mps Count=100\n";
+        assert_eq!(gres_minors_from(text, "n2").unwrap(), Some(vec![2, 3, 0]));
+        assert_eq!(gres_minors_from(text, "n3").unwrap(), Some(vec![9, 0]));
+        assert_eq!(gres_minors_from("Name=mps\n", "n3").unwrap(), None);
+        assert!(gres_minors_from("Name=gpu File=/dev/nvidia\n", "x").is_err());
+        assert_eq!(
+            expand("a,n[08-10]x").unwrap(),
+            vec!["a", "n08x", "n09x", "n10x"]
+        );
+        assert!(expand("n[1-").is_err());
+    }
+}
