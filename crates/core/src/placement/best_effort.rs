@@ -193,14 +193,12 @@ impl Search<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::fixture;
 
     fn topo(name: &str) -> NodeTopology {
-        let text = match name {
-            "dgx1v" => include_str!("../../../../contrib/topologies/dgx1v.topo"),
-            _ => include_str!("../../../../contrib/topologies/dgx1p.topo"),
-        };
-        fixture::parse(text).unwrap()
+        match name {
+            "dgx1v" => crate::fixtures::dgx1v(),
+            _ => crate::fixtures::dgx1p(),
+        }
     }
 
     fn set(s: &str) -> GpuSet {

@@ -321,10 +321,9 @@ fn pick_22(topo: &NodeTopology, free: GpuSet, job: &Job<'_>) -> GpuSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::fixture;
 
     fn dgx1v() -> NodeTopology {
-        fixture::parse(include_str!("../../../../contrib/topologies/dgx1v.topo")).unwrap()
+        crate::fixtures::dgx1v()
     }
 
     fn set(s: &str) -> GpuSet {

@@ -154,10 +154,9 @@ fn binomial(n: usize, k: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::fixture;
 
     fn dgx1v() -> NodeTopology {
-        fixture::parse(include_str!("../../../../contrib/topologies/dgx1v.topo")).unwrap()
+        crate::fixtures::dgx1v()
     }
 
     #[test]

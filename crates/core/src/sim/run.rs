@@ -355,26 +355,16 @@ impl Sim<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures;
     use crate::placement::best_effort::BestEffort;
     use crate::placement::first_fit::FirstFit;
     use crate::placement::slurm_greedy::SlurmGreedy;
     use crate::sim::generator::Synthetic;
     use crate::sim::rng::Rng;
-    use crate::topology::fixture;
 
     fn cluster() -> ClusterSpec {
-        let t = |s: &str| fixture::parse(s).unwrap();
         ClusterSpec {
-            groups: vec![
-                (
-                    6,
-                    t(include_str!("../../../../contrib/topologies/dgx1v.topo")),
-                ),
-                (
-                    2,
-                    t(include_str!("../../../../contrib/topologies/hgx-h100.topo")),
-                ),
-            ],
+            groups: vec![(6, fixtures::dgx1v()), (2, fixtures::hgx_h100())],
         }
     }
 
@@ -455,10 +445,7 @@ mod tests {
     #[test]
     fn fifo_head_blocks_and_multi_node_jobs_span_nodes() {
         let spec = ClusterSpec {
-            groups: vec![(
-                2,
-                fixture::parse(include_str!("../../../../contrib/topologies/dgx1v.topo")).unwrap(),
-            )],
+            groups: vec![(2, fixtures::dgx1v())],
         };
         let job = |submit, gpus_per_node, nodes| Job {
             submit,

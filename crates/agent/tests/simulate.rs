@@ -1,0 +1,161 @@
+//! `gputopo simulate` end to end on a small synthetic cluster: the outputs' shape, the
+//! CSV trace round trip, and the invariant that gputopo never allocates a faulty GPU.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_gputopo"));
+    c.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    c
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gputopo-sim-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// summary.csv as (header, rows of fields).
+fn summary(dir: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
+    let mut lines = text
+        .lines()
+        .map(|l| l.split(',').map(str::to_string).collect::<Vec<_>>());
+    let header = lines.next().unwrap();
+    (header, lines.collect())
+}
+
+fn col(header: &[String], name: &str) -> usize {
+    header.iter().position(|h| h == name).unwrap()
+}
+
+#[test]
+fn small_cluster_outputs_and_invariants() {
+    let dir = scratch("out");
+    let trace = dir.join("trace.csv");
+    let out = bin()
+        .args([
+            "simulate",
+            "--cluster",
+            "4xdgx1v,1xhgx-h100",
+            "--synthetic",
+            "300",
+            "--seed",
+            "7",
+        ])
+        .args(["--faults", "0.05", "--health-unaware", "--out"])
+        .arg(&dir)
+        .arg("--write-trace")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for p in [
+        "gputopo",
+        "slurm-greedy",
+        "best-effort",
+        "first-fit",
+        "optimal",
+        "dec/s",
+    ] {
+        assert!(stdout.contains(p), "table lacks {p}:\n{stdout}");
+    }
+    let (h, rows) = summary(&dir);
+    assert_eq!(rows.len(), 4);
+    assert!(rows.iter().all(|r| r.len() == h.len()));
+    let gputopo = rows.iter().find(|r| r[0] == "gputopo").unwrap();
+    assert_eq!(
+        gputopo[col(&h, "faulty_allocs")],
+        "0",
+        "gputopo is health-aware"
+    );
+    assert_eq!(gputopo[col(&h, "optimal_share")], "1.0000");
+    assert!(
+        gputopo[col(&h, "faults")].parse::<u32>().unwrap() > 0,
+        "faults were injected"
+    );
+    let jobs: u32 = gputopo[col(&h, "jobs")].parse().unwrap();
+    let done: u32 = gputopo[col(&h, "started")].parse::<u32>().unwrap()
+        + gputopo[col(&h, "unrunnable")].parse::<u32>().unwrap();
+    assert_eq!((jobs, done), (300, 300));
+    for m in [
+        "optimal_share",
+        "stranded_gpus",
+        "wait_mean_s",
+        "slowdown_p75",
+        "faulty_allocs",
+    ] {
+        let svg = std::fs::read_to_string(dir.join(format!("{m}.svg"))).unwrap();
+        assert!(
+            svg.starts_with("<svg") && svg.contains("gputopo"),
+            "{m}.svg"
+        );
+    }
+
+    // Replaying the written trace gives the same results (wall-clock columns aside).
+    let again = dir.join("again");
+    let ok = bin()
+        .args(["simulate", "--cluster", "4xdgx1v,1xhgx-h100", "--seed", "7"])
+        .args(["--faults", "0.05", "--health-unaware", "--trace"])
+        .arg(&trace)
+        .arg("--out")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let (_, rows2) = summary(&again);
+    let logical = |r: &Vec<String>| -> Vec<String> {
+        let skip = [col(&h, "decisions_per_s"), col(&h, "wall_s")];
+        r.iter()
+            .enumerate()
+            .filter(|(i, _)| !skip.contains(i))
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    assert_eq!(
+        rows.iter().map(logical).collect::<Vec<_>>(),
+        rows2.iter().map(logical).collect::<Vec<_>>()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_inputs_are_clear_errors() {
+    let out = bin()
+        .args([
+            "simulate",
+            "--cluster",
+            "2xno-such-board",
+            "--synthetic",
+            "10",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-board"));
+    let out = bin()
+        .args([
+            "simulate",
+            "--cluster",
+            "dgx1v",
+            "--synthetic",
+            "10",
+            "--policies",
+            "magic",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown policy `magic`"));
+}
