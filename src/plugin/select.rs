@@ -37,5 +37,7 @@ impl Role for SelectRole {
 /// `select_p_reconfigure`: `scontrol reconfigure` may have changed SlurmctldDebug.
 pub fn reconfigure(forward: impl FnOnce() -> c_int) -> c_int {
     slurm::log::sync_level();
-    forward()
+    let rc = forward();
+    crate::plugin::steer::reconfigure();
+    rc
 }

@@ -3,30 +3,58 @@
 //! The entry-point tables (`crate::ffi::select_abi`) route exactly two calls here; everything
 //! else is forwarded unchanged. Each hook receives `forward` (the stock call with the original
 //! arguments) and the arguments it needs; raw pointers arrive as `Option<EntryPtr<'call, T>>`.
-//! For now both hooks forward unchanged; `job_test` logs one debug line per call:
-//! `select/gputopo: job_test JobId=12 mode=RUN_NOW rc=0`.
-//! (Owned by the select work from here on; keep the signatures release-independent.)
+//!
+//! - [`job_test`] (`select_p_job_test`): in RUN_NOW and WILL_RUN, drops nodes whose faulty
+//!   GPUs rule them out, steers cons_tres toward the nodes where the job's GPUs connect best
+//!   (narrowing the candidate bitmap, widening on failure), and after a RUN_NOW success
+//!   re-picks the GPU indices on each chosen node ([`run`], [`gpus`], [`nodes`]; state and
+//!   config in [`state`]). TEST_ONLY is
+//!   forwarded untouched.
+//! - [`select_nodeinfo_set`] (the commit point): forwarded; the selection it commits is the
+//!   one job_test left in `gres_bit_select`.
+//!
+//! A panic anywhere below is caught by the guard, which then forwards every later call
+//! (plain cons_tres behaviour).
+
+pub mod gpus;
+pub mod nodes;
+pub mod run;
+pub mod state;
 
 use std::ffi::c_int;
 
 use crate::ffi;
-use crate::slurm::EntryPtr;
+use run::Call;
+use state::Stats;
 use crate::slurm::job::JobView;
+use crate::slurm::{EntryPtr, node};
 
 /// `select_p_job_test`: called by slurmctld with the job and node write locks held.
 #[allow(clippy::too_many_arguments)]
 pub fn job_test(
-    forward: impl FnOnce() -> c_int,
+    forward: impl Fn() -> c_int,
     job: Option<EntryPtr<'_, ffi::job_record_t>>,
-    _bitmap: Option<EntryPtr<'_, ffi::bitstr_t>>,
+    bitmap: Option<EntryPtr<'_, ffi::bitstr_t>>,
     _min_nodes: u32,
-    _max_nodes: u32,
+    max_nodes: u32,
     _req_nodes: u32,
     mode: u16,
 ) -> c_int {
-    let rc = forward();
-    let job_id = job.map(|j| JobView::new(j).id().0).unwrap_or(0);
-    log::debug!("job_test JobId={job_id} mode={} rc={rc}", mode_name(mode));
+    let st = state::state();
+    Stats::add(&st.stats.calls, 1);
+    let (Some(job), Some(bitmap)) = (job, bitmap) else {
+        return forward();
+    };
+    let Some(candidates) = node::candidates(&bitmap) else {
+        return forward();
+    };
+    let mut job = JobView::new(job);
+    let rc = run::job_test(st, &forward, &mut job, candidates, Call { max_nodes, mode });
+    log::debug!(
+        "job_test JobId={} mode={} rc={rc}",
+        job.id().0,
+        mode_name(mode)
+    );
     rc
 }
 
@@ -36,6 +64,11 @@ pub fn select_nodeinfo_set(
     _job: Option<EntryPtr<'_, ffi::job_record_t>>,
 ) -> c_int {
     forward()
+}
+
+/// `select_p_reconfigure`: re-read gputopo.conf, forget cached health and topologies.
+pub fn reconfigure() {
+    state::state().reconfigure();
 }
 
 /// Slurm's name for a job_test mode (flag bits ignored), as in its own debug output.

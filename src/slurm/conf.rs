@@ -31,3 +31,31 @@ pub fn in_slurmctld() -> bool {
     // SAFETY: libslurmfull function without preconditions.
     unsafe { ffi::slurm_running_in_slurmctld() }
 }
+
+/// The path of the slurm.conf this process read (`slurm_conf.slurm_conf`), if known;
+/// gputopo.conf lives next to it.
+pub fn slurm_conf_path() -> Option<PathBuf> {
+    // SAFETY: one pointer field copied out of libslurmfull's initialised global.
+    let raw = unsafe { std::ptr::addr_of!(ffi::slurm_conf.slurm_conf).read() };
+    if raw.is_null() {
+        return None;
+    }
+    // SAFETY: NUL-terminated string owned by slurm_conf (replaced only by a reconfigure,
+    // which does not run concurrently with select calls).
+    let path = unsafe { CStr::from_ptr(raw) }
+        .to_string_lossy()
+        .into_owned();
+    (!path.is_empty()).then(|| PathBuf::from(path))
+}
+
+/// `DEBUG_FLAG_SELECT_TYPE` and `DEBUG_FLAG_GRES` (slurm/slurm.h, bits 0 and 6 in 22.05 and
+/// 24.11): `DebugFlags=SelectType`/`Gres`.
+const DEBUG_SELECT_OR_GRES: u64 = (1 << 0) | (1 << 6);
+
+/// True when slurm.conf's `DebugFlags` has `SelectType` or `Gres` (gputopo then logs each
+/// placement decision, as Slurm's own `log_flag()` does).
+pub fn debug_select_or_gres() -> bool {
+    // SAFETY: a plain u64 read of libslurmfull's initialised global.
+    let flags = unsafe { std::ptr::addr_of!(ffi::slurm_conf.debug_flags).read() };
+    flags & DEBUG_SELECT_OR_GRES != 0
+}

@@ -189,12 +189,11 @@ impl JobGres<'_> {
             .unwrap_or(std::ptr::null_mut());
         // SAFETY: the live selection bitmap of this job on `node`; only the hook touches it
         // between cons_tres's return and the commit (select_nodes(), slurmctld job write lock).
-        let mut bits = unsafe { BitmapMut::<GpuIndex>::from_raw(bits) }.ok_or(
-            SlurmError::OutOfBounds {
+        let mut bits =
+            unsafe { BitmapMut::<GpuIndex>::from_raw(bits) }.ok_or(SlurmError::OutOfBounds {
                 index: node.0,
                 size: self.select_len(),
-            },
-        )?;
+            })?;
         bits.write_gpu_set(set)
     }
 }

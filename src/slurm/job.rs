@@ -1,10 +1,15 @@
-//! Read-only view of a slurmctld `job_record_t` (the select helper grows this on demand).
+//! View of a slurmctld `job_record_t` for the select hooks ([`JobView`]) and of the resources
+//! cons_tres gave it ([`JobResources`]).
 //!
-//! Only what gputopo reads today: the job id for log lines. Field layout comes from bindgen for
-//! the exact release, so no per-release code is needed for these fields.
+//! Read-only except through [`JobView::gres_requests`], whose [`JobGres`] may rewrite the
+//! per-node GPU selection before Slurm commits it. Field layout comes from bindgen for the
+//! exact release; the one semantic difference between releases (`whole_node`) is absorbed in
+//! [`JobView::whole_node`].
 
 use crate::ffi;
 use crate::slurm::EntryPtr;
+use crate::slurm::bitmap::{BitmapRef, NodeIndex};
+use crate::slurm::gres::{self, CoreIndex, JobGres};
 
 /// A job id as Slurm prints it (`JobId=12`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -38,5 +43,158 @@ impl<'call> JobView<'call> {
     /// The job id (`job_record_t.job_id`); 0 for the fake jobs reservations test with.
     pub fn id(&self) -> SlurmJobId {
         SlurmJobId(self.record().job_id)
+    }
+}
+
+/// `job_details_t`; bindgen names the 22.05 struct by its tag.
+#[cfg(select_abi = "22.05")]
+type JobDetails = ffi::job_details;
+#[cfg(not(select_abi = "22.05"))]
+type JobDetails = ffi::job_details_t;
+
+/// `job_record_t.job_state` base bits (`JOB_STATE_BASE` in slurm/slurm.h, both releases).
+const JOB_STATE_BASE: u32 = 0xff;
+/// `JOB_RUNNING` (enum job_states in slurm/slurm.h, both releases).
+const JOB_RUNNING: u32 = 1;
+/// `GRES_ENFORCE_BIND` job `bit_flags` bit (`--gres-flags=enforce-binding`; slurm/slurm.h,
+/// `SLURM_BIT(4)` in 22.05 and 24.11).
+const GRES_ENFORCE_BIND: u64 = 1 << 4;
+/// `WHOLE_NODE_REQUIRED` in `job_details.whole_node` (src/slurmctld/slurmctld.h in 22.05,
+/// src/common/job_record.h in 24.11): the job gets every GRES of its nodes.
+const WHOLE_NODE_REQUIRED: u8 = 0x01;
+
+impl<'call> JobView<'call> {
+    fn details(&self) -> Option<&JobDetails> {
+        // SAFETY: details is null or the job's live details record (job write lock held).
+        unsafe { self.record().details.as_ref() }
+    }
+
+    /// True for a job in state RUNNING (set by select_nodes() just before the commit).
+    pub fn is_running(&self) -> bool {
+        self.record().job_state & JOB_STATE_BASE == JOB_RUNNING
+    }
+
+    /// True when the job already has a committed GRES allocation (`gres_list_alloc`).
+    pub fn has_gres_alloc(&self) -> bool {
+        !self.record().gres_list_alloc.is_null()
+    }
+
+    /// `--gres-flags=enforce-binding`: GPUs must be bound to the job's cores.
+    pub fn enforce_binding(&self) -> bool {
+        self.record().bit_flags & GRES_ENFORCE_BIND != 0
+    }
+
+    /// Whole-node allocation (`--exclusive`, OverSubscribe=EXCLUSIVE): Slurm gives the job
+    /// every GPU of its nodes (`gres_*_job_alloc_whole_node`), so there is nothing to choose.
+    /// 22.05 compares `whole_node == 1` (its values are an enum: 3 is MCS), 24.11 tests the bit.
+    pub fn whole_node(&self) -> bool {
+        self.details().is_some_and(|d| {
+            if cfg!(select_abi = "22.05") {
+                d.whole_node == WHOLE_NODE_REQUIRED
+            } else {
+                d.whole_node & WHOLE_NODE_REQUIRED != 0
+            }
+        })
+    }
+
+    /// The job's minimum node count (at least 1).
+    pub fn min_nodes(&self) -> usize {
+        self.details().map_or(1, |d| d.min_nodes.max(1) as usize)
+    }
+
+    /// Nodes the job requires (`--nodelist`), ascending.
+    pub fn required_nodes(&self) -> Vec<NodeIndex> {
+        let Some(d) = self.details() else {
+            return Vec::new();
+        };
+        // SAFETY: req_node_bitmap is null or the job's live bitmap, unchanged during the call.
+        unsafe { BitmapRef::<NodeIndex>::from_raw(d.req_node_bitmap) }
+            .map(|b| b.iter_set().collect())
+            .unwrap_or_default()
+    }
+
+    /// `start_time` (WILL_RUN sets it to the expected start).
+    pub fn start_time(&self) -> i64 {
+        self.record().start_time
+    }
+
+    /// The job's GRES requests (`gres_list_req`), including the per-node selection arrays
+    /// cons_tres fills in `select_p_job_test`.
+    pub fn gres_requests(&mut self) -> Vec<JobGres<'call>> {
+        // SAFETY: the job's live gres_list_req; the hook runs inside the select call with the
+        // job write lock held, so it may rewrite the selection arrays (see JobGres).
+        unsafe { gres::job_requests(self.record().gres_list_req) }
+    }
+
+    /// The resources cons_tres allocated (`job_resrcs`), after a successful job_test.
+    pub fn resources(&self) -> Option<JobResources<'call>> {
+        // SAFETY: job_resrcs is null or the job's live job_resources_t.
+        let res = unsafe { self.record().job_resrcs.as_ref() }?;
+        Some(JobResources { res })
+    }
+}
+
+/// A job's allocated resources (`job_resources_t`): nodes and cores.
+#[doc(alias = "job_resources_t")]
+#[derive(Debug)]
+pub struct JobResources<'call> {
+    res: &'call ffi::job_resources_t,
+}
+
+impl<'call> JobResources<'call> {
+    /// The allocated nodes, in node-table order (their position is the job node index).
+    pub fn nodes(&self) -> Vec<NodeIndex> {
+        // SAFETY: node_bitmap is null or the live bitmap of this job_resources_t.
+        unsafe { BitmapRef::<NodeIndex>::from_raw(self.res.node_bitmap) }
+            .map(|b| b.iter_set().collect())
+            .unwrap_or_default()
+    }
+
+    /// Cores of the `job_node`-th allocated node (`get_job_resources_offset` layout: nodes'
+    /// core ranges concatenated, each `sockets_per_node[k] * cores_per_socket[k]` wide, the
+    /// k-th shape repeated `sock_core_rep_count[k]` times).
+    pub fn cores_on(&self, job_node: usize) -> Vec<CoreIndex> {
+        let nhosts = self.res.nhosts as usize;
+        if job_node >= nhosts {
+            return Vec::new();
+        }
+        let r = self.res;
+        if r.sock_core_rep_count.is_null()
+            || r.sockets_per_node.is_null()
+            || r.cores_per_socket.is_null()
+        {
+            return Vec::new();
+        }
+        let (mut offset, mut seen, mut k) = (0usize, 0usize, 0usize);
+        let width = loop {
+            // The three arrays have one entry per distinct node shape and their repetition
+            // counts sum to nhosts (job_resources.c build_job_resources); `seen < nhosts`
+            // keeps k within them.
+            // SAFETY: see above; non-null was checked.
+            let reps = unsafe { *r.sock_core_rep_count.add(k) } as usize;
+            // SAFETY: as above.
+            let socks = usize::from(unsafe { *r.sockets_per_node.add(k) });
+            // SAFETY: as above.
+            let cps = usize::from(unsafe { *r.cores_per_socket.add(k) });
+            let w = socks * cps;
+            if job_node < seen + reps {
+                offset += (job_node - seen) * w;
+                break w;
+            }
+            offset += reps * w;
+            seen += reps;
+            k += 1;
+            if reps == 0 || seen >= nhosts {
+                return Vec::new();
+            }
+        };
+        // SAFETY: core_bitmap is null or the live bitmap of this job_resources_t.
+        let Some(bits) = (unsafe { BitmapRef::<CoreIndex>::from_raw(self.res.core_bitmap) }) else {
+            return Vec::new();
+        };
+        (0..width)
+            .filter(|c| bits.contains(CoreIndex(offset + c)))
+            .map(CoreIndex)
+            .collect()
     }
 }

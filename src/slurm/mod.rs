@@ -9,9 +9,11 @@ pub mod conf;
 pub mod ctld;
 pub mod entry;
 pub mod error;
+pub mod gres;
 pub mod job;
 pub mod list;
 pub mod log;
+pub mod node;
 
 pub use entry::EntryPtr;
 pub use error::{SlurmError, check};

@@ -10,8 +10,10 @@
 use std::ffi::CStr;
 
 use crate::ffi;
-use crate::slurm::bitmap::NodeIndex;
+use crate::slurm::EntryPtr;
+use crate::slurm::bitmap::{BitmapMut, NodeIndex};
 use crate::slurm::gres::{self, NodeGres};
+use crate::slurm::job::JobView;
 
 /// One node record, borrowed for a `select_p_*` call.
 #[doc(alias = "node_record_t")]
@@ -48,6 +50,24 @@ pub unsafe fn by_index<'a>(index: NodeIndex) -> Option<NodeView<'a>> {
     // SAFETY: a non-null entry is a live node record for the duration of the hook.
     let rec = unsafe { rec.as_ref() }?;
     Some(NodeView { rec, index })
+}
+
+/// The node at `index`, viewed during the select call in which `job` was handed to us.
+///
+/// A [`JobView`] exists only inside a `select_p_*` entry point, which slurmctld calls with
+/// its node lock held: that is what makes this safe.
+pub fn view<'call>(_in_call: &JobView<'call>, index: NodeIndex) -> Option<NodeView<'call>> {
+    // SAFETY: inside a select call (proved by the JobView borrow), see by_index.
+    unsafe { by_index(index) }
+}
+
+/// The candidate node bitmap of a `select_p_job_test` call, for reading and narrowing.
+pub fn candidates<'call>(
+    bitmap: &EntryPtr<'call, ffi::bitstr_t>,
+) -> Option<BitmapMut<'call, NodeIndex>> {
+    // SAFETY: EntryPtr vouches that the bitmap argument is live for the call; slurmctld
+    // passes a copy it owns ("select_g_job_test() is destructive"), so only we touch it.
+    unsafe { BitmapMut::from_raw(bitmap.as_ptr()) }
 }
 
 fn c_str<'a>(p: *const std::ffi::c_char) -> Option<&'a str> {

@@ -15,6 +15,7 @@
 //! The engine is reached through the [`Placer`] trait, so these rules are tested against a
 //! brute-force oracle and run against the real engine in slurmctld.
 
+mod engine_placer;
 pub mod health_cache;
 pub mod narrow;
 pub mod repick;
@@ -45,16 +46,16 @@ pub trait Placer {
 /// A GPU in neither mask is usable (`ok` or `unknown`: unknown never takes a GPU out of
 /// service, because a broken agent must not idle a cluster).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct GpuHealth {
+pub struct HealthMasks {
     /// Never allocated.
     pub faulty: GpuSet,
     /// Allocated only when no healthy GPU is left for the job.
     pub degraded: GpuSet,
 }
 
-impl GpuHealth {
+impl HealthMasks {
     /// All GPUs healthy.
-    pub const ALL_OK: GpuHealth = GpuHealth {
+    pub const ALL_OK: HealthMasks = HealthMasks {
         faulty: GpuSet::EMPTY,
         degraded: GpuSet::EMPTY,
     };

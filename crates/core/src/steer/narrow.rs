@@ -12,12 +12,13 @@
 //! starved by narrowing, and the number of cons_tres calls is capped.
 //!
 //! Health pre-filter ([`health_filter`]): drop nodes that cannot give the job enough
-//! non-faulty GPUs, counting free ones for RUN_NOW and all of them for WILL_RUN (backfill
-//! plans with GPUs that running jobs will release). Never applied in TEST_ONLY: a transient
-//! fault must not make a job "never runnable".
+//! non-faulty GPUs (for WILL_RUN counting every GPU, since backfill plans with GPUs that
+//! running jobs will release; for RUN_NOW also nodes whose free GPUs suffice only with a
+//! faulty one). Never applied in TEST_ONLY: a transient fault must not make a job "never
+//! runnable".
 
 use super::repick::choose_healthiest;
-use super::{GpuHealth, Placer};
+use super::{HealthMasks, Placer};
 use crate::gpuset::GpuSet;
 use crate::topology::NodeTopology;
 use std::cmp::Reverse;
@@ -35,15 +36,15 @@ pub struct Candidate<'a> {
     /// GPUs of the requested type, allocated or not (for WILL_RUN).
     pub of_type: GpuSet,
     /// Per-GPU health.
-    pub health: GpuHealth,
+    pub health: HealthMasks,
 }
 
-/// What the health pre-filter counts as available.
+/// When the health pre-filter runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Basis {
-    /// RUN_NOW: GPUs free now.
+    /// RUN_NOW: also drop nodes whose free GPUs suffice only with a faulty one.
     FreeNow,
-    /// WILL_RUN: every GPU of the type; running jobs will end.
+    /// WILL_RUN: only nodes that could never serve the job while the faults last.
     Total,
 }
 
@@ -52,7 +53,7 @@ pub enum Basis {
 pub struct Dropped {
     /// Node index.
     pub node: usize,
-    /// Non-faulty GPUs it has on the chosen basis.
+    /// Non-faulty GPUs of the type it has (all of them, allocated or not).
     pub have: usize,
 }
 
@@ -65,8 +66,16 @@ pub struct Filtered {
     pub dropped: Vec<Dropped>,
 }
 
-/// Drops candidates with fewer than `need` non-faulty GPUs on `basis`. Nodes in `required`
-/// are always kept (the GPU re-pick excludes them later if they really cannot serve).
+/// Drops candidates that cannot serve the job because of faulty GPUs; busy nodes are
+/// cons_tres's business (it may preempt), so a node is dropped only when:
+///
+/// - its non-faulty GPUs of the type, allocated or not, are fewer than `need` (it can never
+///   serve the job while the faults last), or
+/// - (RUN_NOW) its free GPUs would suffice but not without a faulty one, or
+/// - the job takes whole nodes and the node has any faulty GPU (`need = usize::MAX`).
+///
+/// Nodes in `required` are always kept (the GPU re-pick excludes them later if they really
+/// cannot serve).
 pub fn health_filter(
     cands: &[Candidate<'_>],
     need: usize,
@@ -75,15 +84,17 @@ pub fn health_filter(
 ) -> Filtered {
     let mut out = Filtered::default();
     for c in cands {
-        let base = match basis {
-            Basis::FreeNow => c.free,
-            Basis::Total => c.of_type,
-        };
-        let have = base.difference(c.health.faulty).len();
-        if have >= need || required.contains(&c.node) {
-            out.kept.push(c.node);
-        } else {
+        let faulty = c.health.faulty;
+        let have = c.of_type.difference(faulty).len();
+        let whole_node_hit = need == usize::MAX && !faulty.intersection(c.of_type).is_empty();
+        let never = have < need && need != usize::MAX;
+        let not_now = basis == Basis::FreeNow
+            && c.free.len() >= need
+            && c.free.difference(faulty).len() < need;
+        if (whole_node_hit || never || not_now) && !required.contains(&c.node) {
             out.dropped.push(Dropped { node: c.node, have });
+        } else {
+            out.kept.push(c.node);
         }
     }
     out.kept.sort_unstable();

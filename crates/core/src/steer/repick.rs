@@ -17,7 +17,7 @@
 //! cons_tres again. A pick is replaced only when the new set is strictly better (healthier,
 //! or a higher engine score), so equal-quality picks keep cons_tres's indices.
 
-use super::{GpuHealth, Placer};
+use super::{HealthMasks, Placer};
 use crate::gpuset::GpuSet;
 use crate::placement::Request;
 use crate::topology::NodeTopology;
@@ -71,7 +71,7 @@ pub struct NodeInput<'a> {
     /// What cons_tres's rules allow.
     pub constraints: Constraints,
     /// Per-GPU health.
-    pub health: GpuHealth,
+    pub health: HealthMasks,
     /// GPUs with affinity to the job's cores here (a preference passed to the engine).
     pub near: GpuSet,
     /// The job takes the whole node (`--exclusive`, `OverSubscribe=EXCLUSIVE`, whole-node

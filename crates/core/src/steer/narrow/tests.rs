@@ -9,7 +9,7 @@ fn cand<'a>(node: usize, topo: &'a NodeTopology, free: &[usize]) -> Candidate<'a
         topo,
         free: set(free),
         of_type: topo.all(),
-        health: GpuHealth::ALL_OK,
+        health: HealthMasks::ALL_OK,
     }
 }
 
@@ -23,27 +23,32 @@ fn need(k: usize, min_nodes: usize) -> Need {
 }
 
 #[test]
-fn health_filter_counts_free_now_or_total() {
+fn health_filter_drops_only_for_faults() {
     let t = dgx1v();
     let mut c = vec![
         cand(0, &t, &[0, 1, 2, 3, 4, 5, 6, 7]),
         cand(1, &t, &[2, 3]),
         cand(2, &t, &[5]),
+        cand(3, &t, &[6]),
     ];
     c[1].health.faulty = set(&[3]);
     c[2].health.faulty = t.all();
+    // Node 3 is merely busy: kept (cons_tres may preempt there).
     let f = health_filter(&c, 2, Basis::FreeNow, &[]);
-    assert_eq!(f.kept, vec![0]);
+    assert_eq!(f.kept, vec![0, 3]);
     assert_eq!(
         f.dropped,
-        vec![Dropped { node: 1, have: 1 }, Dropped { node: 2, have: 0 }]
+        vec![Dropped { node: 1, have: 7 }, Dropped { node: 2, have: 0 }]
     );
-    // Backfill: node 1 has 7 non-faulty GPUs in total, node 2 none.
+    // Backfill: node 1 still has 7 non-faulty GPUs in total; node 2 none.
     let f = health_filter(&c, 2, Basis::Total, &[]);
-    assert_eq!(f.kept, vec![0, 1]);
+    assert_eq!(f.kept, vec![0, 1, 3]);
     // Required nodes stay.
     let f = health_filter(&c, 2, Basis::FreeNow, &[2]);
-    assert_eq!(f.kept, vec![0, 2]);
+    assert_eq!(f.kept, vec![0, 2, 3]);
+    // Whole-node jobs: any faulty GPU rules a node out.
+    let f = health_filter(&c, usize::MAX, Basis::Total, &[]);
+    assert_eq!(f.kept, vec![0, 3]);
 }
 
 #[test]

@@ -12,7 +12,7 @@ fn input<'a>(topo: &'a NodeTopology, stock: &[usize], free: &[usize]) -> NodeInp
             allocated: topo.all().difference(set(free)),
             ..Constraints::none(topo)
         },
-        health: GpuHealth::ALL_OK,
+        health: HealthMasks::ALL_OK,
         near: GpuSet::EMPTY,
         whole_node: false,
     }
@@ -141,7 +141,7 @@ fn named_cases() {
     ];
     for c in cases {
         let mut i = input(&t, c.stock, c.free);
-        i.health = GpuHealth {
+        i.health = HealthMasks {
             faulty: set(c.faulty),
             degraded: set(c.degraded),
         };
@@ -245,7 +245,7 @@ fn exhaustive_invariants_on_dgx1v() {
             let stock: GpuSet = free.iter().take(count).collect();
             for fbits in small_masks(2) {
                 for dbits in small_masks(1) {
-                    let health = GpuHealth {
+                    let health = HealthMasks {
                         faulty: GpuSet::from_bits(fbits),
                         degraded: GpuSet::from_bits(dbits).difference(GpuSet::from_bits(fbits)),
                     };

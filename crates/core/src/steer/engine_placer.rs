@@ -1,0 +1,58 @@
+//! The real engine as the steering rules' [`Placer`]: the `gputopo` policy chooses, and
+//! [`engine::score`] (the set's communication quality) compares cons_tres's pick with it.
+//!
+//! Comparing on quality alone (not the engine's leftover lookahead) means cons_tres's pick
+//! is replaced only when the job itself gets better connected GPUs.
+
+use super::Placer;
+use crate::gpuset::GpuSet;
+use crate::placement::engine::{self, Gputopo};
+use crate::placement::objective::Score;
+use crate::placement::{Policy, Request};
+use crate::topology::NodeTopology;
+
+impl Placer for Gputopo {
+    type Score = Score;
+
+    fn choose(&self, topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<GpuSet> {
+        Policy::choose(self, topo, free, req)
+    }
+
+    fn score(&self, topo: &NodeTopology, set: GpuSet) -> Score {
+        engine::score(topo, set)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::steer::HealthMasks;
+    use crate::steer::oracle::{dgx1v, set};
+    use crate::steer::repick::{Constraints, Decision, NodeInput, repick};
+
+    #[test]
+    fn engine_repicks_stock_pairs_on_dgx1v() {
+        let t = dgx1v();
+        let engine = Gputopo::new();
+        let input = |stock: &[usize], free: &[usize]| NodeInput {
+            topo: &t,
+            stock: set(stock),
+            constraints: Constraints {
+                allocated: t.all().difference(set(free)),
+                ..Constraints::none(&t)
+            },
+            health: HealthMasks::ALL_OK,
+            near: GpuSet::EMPTY,
+            whole_node: false,
+        };
+        // 24.11's idle pick {0,1} (NV1) is replaced by an NV2 pair.
+        let d = repick(&engine, &input(&[0, 1], &[0, 1, 2, 3, 4, 5, 6, 7]));
+        let Decision::Replace { set: s, .. } = d else {
+            panic!("expected a replacement, got {d:?}")
+        };
+        assert_eq!(t.link(s.to_vec()[0], s.to_vec()[1]).nvlinks, 2);
+        // Free {0,1,4}: {0,1} becomes {0,4}.
+        let d = repick(&engine, &input(&[0, 1], &[0, 1, 4]));
+        assert_eq!(d.final_set(set(&[0, 1])), Some(set(&[0, 4])));
+    }
+}

@@ -1,0 +1,186 @@
+//! Node steering inside `select_p_job_test` (RUN_NOW and WILL_RUN): read the candidate
+//! nodes' GPUs, drop nodes that cannot give the job enough non-faulty GPUs, and order the
+//! rest into tries for cons_tres ([`gputopo_core::steer::narrow`]).
+//!
+//! Nodes whose GPU state gputopo cannot model (no `gpu` GRES, a topology that does not
+//! build) are never dropped or ranked: they stay in the final try, where cons_tres alone
+//! decides, exactly as without gputopo.
+
+use std::sync::Arc;
+
+use gputopo_core::GpuSet;
+use gputopo_core::config::SelectConfig;
+use gputopo_core::steer::HealthMasks;
+use gputopo_core::steer::narrow::{self, Basis, Candidate, Need};
+use gputopo_core::topology::NodeTopology;
+
+use crate::plugin::steer::state::{SteerState, health_masks};
+use crate::slurm::bitmap::NodeIndex;
+use crate::slurm::gres::GPU;
+use crate::slurm::job::JobView;
+use crate::slurm::node;
+
+/// What the job asks of each node, read from its `gpu` requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuNeed {
+    /// GPUs per node (at least 1).
+    pub per_node: usize,
+    /// The type id of a typed request (the first typed one), `None` for untyped.
+    pub type_id: Option<u32>,
+}
+
+/// The job's per-node GPU need, `None` when it asks for no GPU.
+///
+/// `--gres=gpu:N`/`--gpus-per-node=N` give N; `--gpus=N` on a one-node job gives N; other
+/// forms (`--gpus` over several nodes, per task or socket) give 1: a node must hold at least
+/// one usable GPU, and cons_tres spreads the rest.
+pub fn gpu_need(job: &mut JobView<'_>, max_nodes: u32) -> Option<GpuNeed> {
+    let reqs = job.gres_requests();
+    let gpus: Vec<_> = reqs.iter().filter(|r| r.name() == GPU).collect();
+    if gpus.is_empty() {
+        return None;
+    }
+    let per_node: u64 = gpus.iter().map(|r| r.per_node()).sum();
+    let per_job: u64 = gpus.iter().map(|r| r.per_job()).sum();
+    let n = if per_node > 0 {
+        per_node
+    } else if per_job > 0 && max_nodes == 1 {
+        per_job
+    } else {
+        1
+    };
+    Some(GpuNeed {
+        per_node: usize::try_from(n).unwrap_or(usize::MAX).max(1),
+        type_id: gpus.iter().find_map(|r| r.type_id()),
+    })
+}
+
+/// One candidate node as the planner sees it.
+#[derive(Debug, Clone)]
+pub struct NodeFacts {
+    /// Node-table index.
+    pub index: NodeIndex,
+    /// Its GPU topology.
+    pub topo: Arc<NodeTopology>,
+    /// GPUs of the job's type that are free now (not allocated, shared GRES not in use).
+    pub free: GpuSet,
+    /// GPUs of the job's type.
+    pub of_type: GpuSet,
+    /// Health.
+    pub health: HealthMasks,
+}
+
+/// Reads every candidate; nodes that cannot be modelled come back in the second list.
+pub fn gather(
+    st: &SteerState,
+    cfg: &SelectConfig,
+    job: &JobView<'_>,
+    nodes: &[NodeIndex],
+    need: GpuNeed,
+) -> (Vec<NodeFacts>, Vec<NodeIndex>) {
+    let mut facts = Vec::with_capacity(nodes.len());
+    let mut opaque = Vec::new();
+    for &ni in nodes {
+        let fact = node::view(job, ni).and_then(|nv| {
+            let ng = nv.gpus()?;
+            let agent = st.node_health(&nv);
+            let topo = st.topology(&nv, &ng, agent.as_ref(), cfg.prefer_agent_topology)?;
+            let of_type = ng.of_type(need.type_id).intersection(topo.all());
+            Some(NodeFacts {
+                index: ni,
+                free: of_type
+                    .difference(ng.allocated())
+                    .difference(ng.shared_in_use()),
+                of_type,
+                health: health_masks(agent.as_ref(), cfg),
+                topo,
+            })
+        });
+        match fact {
+            Some(f) => facts.push(f),
+            None => opaque.push(ni),
+        }
+    }
+    (facts, opaque)
+}
+
+fn candidates(facts: &[NodeFacts]) -> Vec<Candidate<'_>> {
+    facts
+        .iter()
+        .map(|f| Candidate {
+            node: f.index.0,
+            topo: &f.topo,
+            free: f.free,
+            of_type: f.of_type,
+            health: f.health,
+        })
+        .collect()
+}
+
+/// The health pre-filter: node indices to drop (with a log line each).
+pub fn unhealthy(
+    facts: &[NodeFacts],
+    need: GpuNeed,
+    run_now: bool,
+    whole_node: bool,
+    required: &[NodeIndex],
+    job_id: u32,
+) -> Vec<NodeIndex> {
+    let required: Vec<usize> = required.iter().map(|n| n.0).collect();
+    let cands = candidates(facts);
+    // A whole-node job would receive every GPU: a single faulty one rules the node out.
+    let per_node = if whole_node {
+        usize::MAX
+    } else {
+        need.per_node
+    };
+    let basis = if run_now {
+        Basis::FreeNow
+    } else {
+        Basis::Total
+    };
+    narrow::health_filter(&cands, per_node, basis, &required)
+        .dropped
+        .into_iter()
+        .filter_map(|d| {
+            let f = facts.iter().find(|f| f.index.0 == d.node)?;
+            log::debug!(
+                target: "gputopo::select",
+                "JobId={job_id} node {} skipped: {} non-faulty GPU(s) of the type, {} needed, faulty {}",
+                f.topo.name,
+                d.have,
+                need.per_node,
+                f.health.faulty
+            );
+            Some(f.index)
+        })
+        .collect()
+}
+
+/// The tries for a job over the healthy candidates (each sorted, the last = all of them).
+pub fn plan(
+    st: &SteerState,
+    facts: &[NodeFacts],
+    need: GpuNeed,
+    min_nodes: usize,
+    required: &[NodeIndex],
+) -> Vec<Vec<NodeIndex>> {
+    let cands = candidates(facts);
+    let p = narrow::plan(
+        &st.engine,
+        &cands,
+        &Need {
+            gpus_per_node: need.per_node,
+            min_nodes,
+            required: required.iter().map(|n| n.0).collect(),
+            max_calls: MAX_TRIES,
+        },
+    );
+    p.tiers
+        .into_iter()
+        .map(|t| t.into_iter().map(NodeIndex).collect())
+        .collect()
+}
+
+/// Most cons_tres calls node steering may cost per job_test (the final, full try included).
+pub const MAX_TRIES: usize = 3;

@@ -1,0 +1,175 @@
+//! The `select_p_job_test` hook's loop: narrow the candidate bitmap, call cons_tres, and on
+//! RUN_NOW success re-pick the GPUs; widen on failure, exclude nodes that would hand out a
+//! faulty GPU and ask again.
+//!
+//! Invariants (see `gputopo_core::steer` for the pure rules):
+//! - TEST_ONLY and RESV calls, reservation test jobs (JobId 0) and jobs without a GPU request
+//!   are forwarded unchanged: a transient fault never makes a job "never runnable".
+//! - The last try is always every healthy candidate cons_tres was offered, so a job that
+//!   could run without gputopo still runs (unless only faulty GPUs would serve it).
+//! - cons_tres is called at most `MAX_TRIES` + `MAX_EXCLUSIONS` times per hook call; the
+//!   candidate bitmap is slurmctld's scratch copy and is rewritten in place before each try.
+
+use std::ffi::c_int;
+use std::time::Instant;
+
+use crate::ffi;
+use crate::plugin::steer::gpus::{JobRepick, repick_job};
+use crate::plugin::steer::nodes::{self, MAX_TRIES};
+use crate::plugin::steer::state::{Stats, SteerState};
+use crate::slurm::bitmap::{BitmapMut, NodeIndex};
+use crate::slurm::job::JobView;
+
+/// Most exclude-and-retry rounds after cons_tres picked a faulty GPU.
+const MAX_EXCLUSIONS: usize = 4;
+
+/// Arguments of one `select_p_job_test` call that the hook reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Call {
+    /// `max_nodes`.
+    pub max_nodes: u32,
+    /// `mode` (flag bits included).
+    pub mode: u16,
+}
+
+/// Calls cons_tres through `forward`, timing it.
+fn timed(st: &SteerState, forward: &impl Fn() -> c_int) -> c_int {
+    let t = Instant::now();
+    let rc = forward();
+    Stats::add(&st.stats.stock_ns, t.elapsed().as_nanos() as u64);
+    rc
+}
+
+fn write_bitmap(bitmap: &mut BitmapMut<'_, NodeIndex>, nodes: &[NodeIndex]) {
+    let mut want = nodes.iter().peekable();
+    for bit in 0..bitmap.len() {
+        let on = want.peek().is_some_and(|n| n.0 == bit);
+        if on {
+            want.next();
+        }
+        let _ = if on {
+            bitmap.set(NodeIndex(bit))
+        } else {
+            bitmap.clear(NodeIndex(bit))
+        };
+    }
+}
+
+/// The hook body; `forward` calls cons_tres with the original arguments (the bitmap pointer
+/// among them, whose contents this function rewrites before each call).
+pub fn job_test(
+    st: &SteerState,
+    forward: impl Fn() -> c_int,
+    job: &mut JobView<'_>,
+    mut bitmap: BitmapMut<'_, NodeIndex>,
+    call: Call,
+) -> c_int {
+    let started = Instant::now();
+    let stock_before = st.stats.stock_ns.load(std::sync::atomic::Ordering::Relaxed);
+    let rc = steer(st, &forward, job, &mut bitmap, call);
+    let total = started.elapsed().as_nanos() as u64;
+    let stock = st
+        .stats
+        .stock_ns
+        .load(std::sync::atomic::Ordering::Relaxed)
+        .saturating_sub(stock_before);
+    Stats::add(&st.stats.own_ns, total.saturating_sub(stock));
+    rc
+}
+
+fn steer(
+    st: &SteerState,
+    forward: &impl Fn() -> c_int,
+    job: &mut JobView<'_>,
+    bitmap: &mut BitmapMut<'_, NodeIndex>,
+    call: Call,
+) -> c_int {
+    let cfg = st.config();
+    let base = u32::from(call.mode) & ffi::SELECT_MODE_BASE;
+    let run_now = base == ffi::SELECT_MODE_RUN_NOW;
+    let will_run = base == ffi::SELECT_MODE_WILL_RUN;
+    let any = cfg.health_aware || cfg.topology_aware || cfg.node_ranking;
+    if !(run_now || will_run) || !any || job.id().0 == 0 {
+        return timed(st, forward);
+    }
+    let Some(need) = nodes::gpu_need(job, call.max_nodes) else {
+        return timed(st, forward);
+    };
+    let offered: Vec<NodeIndex> = bitmap.iter_set().collect();
+    let (facts, opaque) = nodes::gather(st, &cfg, job, &offered, need);
+    let required = job.required_nodes();
+    let whole = job.whole_node();
+    let mut excluded: Vec<NodeIndex> = if cfg.health_aware {
+        nodes::unhealthy(&facts, need, run_now, whole, &required, job.id().0)
+    } else {
+        Vec::new()
+    };
+    let healthy: Vec<_> = facts
+        .iter()
+        .filter(|f| !excluded.contains(&f.index))
+        .cloned()
+        .collect();
+    let mut tiers = if cfg.node_ranking && !whole {
+        nodes::plan(st, &healthy, need, job.min_nodes(), &required)
+    } else {
+        vec![healthy.iter().map(|f| f.index).collect()]
+    };
+    // The final try also holds the nodes gputopo cannot model (cons_tres alone decides).
+    if let Some(last) = tiers.last_mut() {
+        last.extend(opaque.iter().copied());
+        last.sort_unstable();
+    }
+    let mut calls = 0usize;
+    let mut exclusions = 0usize;
+    let mut tier = 0usize;
+    let mut rc = ffi::SLURM_ERROR;
+    while tier < tiers.len() {
+        let is_final = tier + 1 == tiers.len();
+        let nodes: Vec<NodeIndex> = tiers[tier]
+            .iter()
+            .copied()
+            .filter(|n| !excluded.contains(n))
+            .collect();
+        write_bitmap(bitmap, &nodes);
+        rc = timed(st, forward);
+        calls += 1;
+        if rc != ffi::SLURM_SUCCESS as c_int {
+            tier += 1;
+            continue;
+        }
+        if will_run {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            if gputopo_core::steer::narrow::accept_will_run(is_final, job.start_time(), now) {
+                break;
+            }
+            tier += 1;
+            continue;
+        }
+        match repick_job(st, &cfg, job) {
+            JobRepick::Done { .. } => break,
+            JobRepick::Exclude(nodes) => {
+                exclusions += 1;
+                excluded.extend(nodes);
+                if exclusions > MAX_EXCLUSIONS {
+                    // Give up for this cycle without leaving an allocation with a faulty GPU
+                    // behind: an empty try makes cons_tres fail and free job_resrcs.
+                    write_bitmap(bitmap, &[]);
+                    rc = timed(st, forward);
+                    calls += 1;
+                    if rc == ffi::SLURM_SUCCESS as c_int {
+                        rc = ffi::SLURM_ERROR;
+                    }
+                    break;
+                }
+                // Retry the same tier without the excluded nodes.
+            }
+        }
+    }
+    if calls > 1 {
+        Stats::add(&st.stats.extra_stock_calls, (calls - 1) as u64);
+    }
+    debug_assert!(calls <= MAX_TRIES + MAX_EXCLUSIONS + 2);
+    rc
+}

@@ -1,0 +1,260 @@
+//! The select hooks' process state: the `gputopo.conf` switches, the health cache keyed by
+//! node `Extra`, the per-node topology cache, the engine, and counters.
+//!
+//! Built lazily on the first hook call inside slurmctld (so slurmd and clients, which also
+//! load the `.so`, never build it) and refreshed by `select_p_reconfigure`. slurmctld calls
+//! the hooks from its scheduler threads with its own locks held; the locks here are short and
+//! never held across a call into Slurm or cons_tres.
+
+use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
+
+use gputopo_core::config::{Config, SelectConfig};
+use gputopo_core::health::{NodeHealth, Status, parse_extra};
+use gputopo_core::placement::engine::Gputopo;
+use gputopo_core::steer::HealthMasks;
+use gputopo_core::steer::health_cache::{HealthCache, Lookup};
+use gputopo_core::topology::{Gpu, NodeTopology, PcieLevel};
+
+use crate::slurm::gres::NodeGres;
+use crate::slurm::node::NodeView;
+
+/// Counters for the decision log and the benchmark (`contrib/bench-select.sh`).
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// `select_p_job_test` calls seen (all modes).
+    pub calls: AtomicU64,
+    /// Time spent in gputopo's own work inside those calls, excluding cons_tres (ns).
+    pub own_ns: AtomicU64,
+    /// Time spent inside cons_tres (ns).
+    pub stock_ns: AtomicU64,
+    /// Extra cons_tres calls made by narrowing and exclusion.
+    pub extra_stock_calls: AtomicU64,
+    /// GPU selections replaced by the engine's choice.
+    pub replaced: AtomicU64,
+    /// Nodes excluded because they would have handed out a faulty GPU.
+    pub excluded: AtomicU64,
+}
+
+impl Stats {
+    /// Adds `d` to a counter.
+    pub fn add(counter: &AtomicU64, d: u64) {
+        counter.fetch_add(d, Ordering::Relaxed);
+    }
+
+    /// One line for the log: `calls=.. own_us=.. stock_us=.. ...`.
+    pub fn summary(&self) -> String {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        format!(
+            "job_test calls={} own_us={} stock_us={} extra_stock_calls={} replaced={} excluded={}",
+            g(&self.calls),
+            g(&self.own_ns) / 1000,
+            g(&self.stock_ns) / 1000,
+            g(&self.extra_stock_calls),
+            g(&self.replaced),
+            g(&self.excluded),
+        )
+    }
+}
+
+/// Everything the hooks keep between calls.
+#[derive(Debug)]
+pub struct SteerState {
+    config: RwLock<SelectConfig>,
+    health: Mutex<HealthCache<NodeHealth>>,
+    topologies: Mutex<HashMap<String, (u64, Arc<NodeTopology>)>>,
+    /// The placement engine (interns per-topology tables).
+    pub engine: Gputopo,
+    /// Counters.
+    pub stats: Stats,
+}
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<SteerState>();
+};
+
+static STATE: OnceLock<SteerState> = OnceLock::new();
+
+/// The state, built on first use (config read then).
+pub fn state() -> &'static SteerState {
+    STATE.get_or_init(|| SteerState {
+        config: RwLock::new(load_config()),
+        health: Mutex::new(HealthCache::new()),
+        topologies: Mutex::new(HashMap::new()),
+        engine: Gputopo::new(),
+        stats: Stats::default(),
+    })
+}
+
+/// Where gputopo.conf is: `$GPUTOPO_CONF`, else next to slurmctld's slurm.conf.
+fn config_path() -> PathBuf {
+    let slurm_conf = crate::slurm::conf::slurm_conf_path();
+    let env = std::env::var_os("GPUTOPO_CONF").map(PathBuf::from);
+    gputopo_core::config::config_path(env.as_deref(), slurm_conf.as_deref())
+}
+
+/// Reads gputopo.conf; a bad file is logged as an error and the safe defaults are used.
+fn load_config() -> SelectConfig {
+    let path = config_path();
+    match Config::load(&path) {
+        Ok(c) => {
+            log::info!(
+                "select config from {}: HealthAware={} TopologyAware={} NodeRanking={} DegradedLast={} PreferAgentTopology={} LogDecisions={}",
+                path.display(),
+                yes(c.select.health_aware),
+                yes(c.select.topology_aware),
+                yes(c.select.node_ranking),
+                yes(c.select.degraded_last),
+                yes(c.select.prefer_agent_topology),
+                yes(c.select.log_decisions),
+            );
+            c.select
+        }
+        Err(e) => {
+            log::error!("{e}; using the default select settings");
+            SelectConfig::default()
+        }
+    }
+}
+
+fn yes(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
+impl SteerState {
+    /// The current switches.
+    pub fn config(&self) -> SelectConfig {
+        self.config
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// `scontrol reconfigure`: re-reads gputopo.conf and forgets cached health/topologies.
+    pub fn reconfigure(&self) {
+        let fresh = load_config();
+        *self.config.write().unwrap_or_else(PoisonError::into_inner) = fresh;
+        self.health
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        self.topologies
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        log::info!("select: {}", self.stats.summary());
+    }
+
+    /// The node's published health (parsed once per `Extra` change); `None` when there is
+    /// none or it is malformed (logged once per distinct malformed value).
+    pub fn node_health(&self, node: &NodeView<'_>) -> Option<NodeHealth> {
+        let mut cache = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+        match cache.lookup(node.name(), node.extra(), parse_extra) {
+            Lookup::Parsed(h) => Some(h.clone()),
+            Lookup::Malformed { error, first_seen } => {
+                if first_seen {
+                    log::error!(
+                        "node {}: {error}; its GPUs are treated as healthy",
+                        node.name()
+                    );
+                }
+                None
+            }
+            Lookup::NoInfo => None,
+        }
+    }
+
+    /// The node's topology: `Links=`/`Cores=` from its GRES state in slurmctld, overridden
+    /// by the agent's published links when `prefer_agent` (NVSwitch boards, where Slurm's
+    /// Links are all 0). Cached per node until any input changes.
+    pub fn topology(
+        &self,
+        node: &NodeView<'_>,
+        gres: &NodeGres<'_>,
+        agent: Option<&NodeHealth>,
+        prefer_agent: bool,
+    ) -> Option<Arc<NodeTopology>> {
+        let links = gres.links();
+        let cores = gres.gpu_cores();
+        let agent = agent.filter(|_| prefer_agent);
+        let mut h = DefaultHasher::new();
+        (&links, &cores, node.cores_per_socket()).hash(&mut h);
+        agent
+            .map(|a| format!("{:?}{:?}", a.links, a.pcie))
+            .hash(&mut h);
+        let key = h.finish();
+        let mut map = self
+            .topologies
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((k, t)) = map.get(node.name()) {
+            if *k == key {
+                return Some(Arc::clone(t));
+            }
+        }
+        let topo = Arc::new(build_topology(node, &cores, links.as_deref(), agent)?);
+        map.insert(node.name().to_string(), (key, Arc::clone(&topo)));
+        Some(topo)
+    }
+}
+
+/// Builds the core model of a node from Slurm's view (sockets from `Cores=`, PCIe levels
+/// PHB within a socket and SYS across, NVLinks from `Links=`), then the agent's matrix.
+fn build_topology(
+    node: &NodeView<'_>,
+    cores: &[Vec<u32>],
+    links: Option<&[Vec<i32>]>,
+    agent: Option<&NodeHealth>,
+) -> Option<NodeTopology> {
+    let cps = node.cores_per_socket() as u32;
+    let gpus = cores
+        .iter()
+        .enumerate()
+        .map(|(index, c)| Gpu {
+            index,
+            socket: c.first().map(|first| first / cps),
+            cores: c.clone(),
+            ..Gpu::default()
+        })
+        .collect();
+    let mut topo = match NodeTopology::new(node.name(), gpus, PcieLevel::Phb) {
+        Ok(t) => t,
+        Err(e) => {
+            log::debug!("node {}: no GPU topology model: {e}", node.name());
+            return None;
+        }
+    };
+    if let Some(links) = links {
+        for (a, row) in links.iter().enumerate() {
+            for (b, &n) in row.iter().enumerate().skip(a + 1) {
+                let _ = topo.set_nvlinks(a, b, u8::try_from(n.max(0)).unwrap_or(u8::MAX));
+            }
+        }
+    }
+    if let Some(agent) = agent {
+        agent.apply_to(&mut topo);
+    }
+    Some(topo)
+}
+
+/// Health masks from a node's published verdicts: `faulty` never allocated; `degraded` and
+/// `unknown` last when `degraded_last`.
+pub fn health_masks(health: Option<&NodeHealth>, cfg: &SelectConfig) -> HealthMasks {
+    let Some(h) = health.filter(|_| cfg.health_aware) else {
+        return HealthMasks::ALL_OK;
+    };
+    HealthMasks {
+        faulty: h.with_status(Status::Faulty),
+        degraded: if cfg.degraded_last {
+            h.with_status(Status::Degraded)
+                .union(h.with_status(Status::Unknown))
+        } else {
+            gputopo_core::GpuSet::EMPTY
+        },
+    }
+}
