@@ -56,7 +56,7 @@ fn required_select_syms(tree: &Path) -> BTreeSet<String> {
         .map(|p| tree.join(p))
         .find(|p| p.is_file())
         .unwrap_or_else(|| panic!("no select.c under {}", tree.display()));
-    let text = std::fs::read_to_string(&file).unwrap();
+    let text = std::fs::read_to_string(&file).expect("select.c readable");
     let start = text
         .find("node_select_syms[] = {")
         .expect("node_select_syms[] in select.c");
@@ -71,12 +71,13 @@ fn required_select_syms(tree: &Path) -> BTreeSet<String> {
 }
 
 fn version_number(tree: &Path) -> u32 {
-    let text = std::fs::read_to_string(tree.join("slurm/slurm_version.h")).unwrap();
+    let text = std::fs::read_to_string(tree.join("slurm/slurm_version.h"))
+        .expect("slurm_version.h readable");
     let hex = text
         .lines()
         .find_map(|l| l.trim().strip_prefix("#define SLURM_VERSION_NUMBER"))
         .expect("SLURM_VERSION_NUMBER");
-    u32::from_str_radix(hex.trim().trim_start_matches("0x"), 16).unwrap()
+    u32::from_str_radix(hex.trim().trim_start_matches("0x"), 16).expect("hex SLURM_VERSION_NUMBER")
 }
 
 /// A defined dynamic symbol: (type, value, size) from `readelf --dyn-syms`.
@@ -86,8 +87,8 @@ fn dyn_symbol(so: &Path, name: &str) -> Option<(String, u64, u64)> {
         .find_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
             (f.len() >= 8 && f[7] == name && f[6] != "UND").then(|| {
-                let value = u64::from_str_radix(f[1], 16).unwrap();
-                let size = f[2].parse().unwrap();
+                let value = u64::from_str_radix(f[1], 16).expect("readelf symbol value");
+                let size = f[2].parse().expect("readelf symbol size");
                 (f[3].to_owned(), value, size)
             })
         })
@@ -104,13 +105,15 @@ fn symbol_bytes(so: &Path, name: &str) -> Vec<u8> {
                 .split_whitespace()
                 .skip(1)
                 .take(5)
-                .map(|x| u64::from_str_radix(x.trim_start_matches("0x"), 16).unwrap())
+                .map(|x| {
+                    u64::from_str_radix(x.trim_start_matches("0x"), 16).expect("readelf LOAD field")
+                })
                 .collect();
             let (off, va, filesz) = (f[0], f[1], f[3]);
             (vaddr >= va && vaddr + size <= va + filesz).then(|| vaddr - va + off)
         })
         .expect("symbol inside a LOAD segment");
-    let data = std::fs::read(so).unwrap();
+    let data = std::fs::read(so).expect(".so readable");
     data[offset as usize..(offset + size) as usize].to_vec()
 }
 

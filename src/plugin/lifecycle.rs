@@ -62,3 +62,92 @@ pub fn fini(roles: &[&dyn Role]) {
         n => *refs = n - 1,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    struct Counting {
+        starts: AtomicUsize,
+        stops: AtomicUsize,
+        fail: bool,
+    }
+
+    impl Counting {
+        const fn new(fail: bool) -> Self {
+            Self {
+                starts: AtomicUsize::new(0),
+                stops: AtomicUsize::new(0),
+                fail,
+            }
+        }
+    }
+
+    impl Role for Counting {
+        fn name(&self) -> &'static str {
+            "counting"
+        }
+        fn start(&self) -> Result<(), PluginError> {
+            self.starts.fetch_add(1, Ordering::SeqCst);
+            if self.fail {
+                Err(PluginError::NotStarted)
+            } else {
+                Ok(())
+            }
+        }
+        fn stop(&self) {
+            self.stops.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn roles_start_once_per_process_and_stop_with_the_last_fini() {
+        static A: Counting = Counting::new(false);
+        static B: Counting = Counting::new(false);
+        static BAD: Counting = Counting::new(true);
+        let roles: [&dyn Role; 2] = [&A, &B];
+
+        // Loaded as two roles: two inits, one start each; two finis, one stop each.
+        init(&roles).unwrap();
+        init(&roles).unwrap();
+        assert_eq!(
+            (
+                A.starts.load(Ordering::SeqCst),
+                B.starts.load(Ordering::SeqCst)
+            ),
+            (1, 1)
+        );
+        fini(&roles);
+        assert_eq!(A.stops.load(Ordering::SeqCst), 0);
+        fini(&roles);
+        assert_eq!(
+            (
+                A.stops.load(Ordering::SeqCst),
+                B.stops.load(Ordering::SeqCst)
+            ),
+            (1, 1)
+        );
+        fini(&roles); // unbalanced fini is ignored
+        assert_eq!(A.stops.load(Ordering::SeqCst), 1);
+
+        // A failing role stops the ones started before it, and the count stays at zero.
+        let failing: [&dyn Role; 2] = [&A, &BAD];
+        assert!(init(&failing).is_err());
+        assert_eq!(
+            (
+                A.starts.load(Ordering::SeqCst),
+                A.stops.load(Ordering::SeqCst)
+            ),
+            (2, 2)
+        );
+        init(&roles).unwrap();
+        assert_eq!(
+            A.starts.load(Ordering::SeqCst),
+            3,
+            "a later init starts again"
+        );
+        fini(&roles);
+    }
+}

@@ -258,3 +258,38 @@ impl<I: BitIndex> Drop for Bitmap<I> {
         unsafe { ffi::slurm_bit_free(&mut ptr) };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owned_and_borrowed_views_agree_and_check_bounds() {
+        let mut owned: Bitmap<GpuIndex> = Bitmap::new(8).expect("bit_alloc");
+        assert_eq!((owned.len(), owned.count()), (8, 0));
+        owned.set(GpuIndex(1)).unwrap();
+        owned.set(GpuIndex(6)).unwrap();
+        assert_eq!(
+            owned.set(GpuIndex(8)),
+            Err(SlurmError::OutOfBounds { index: 8, size: 8 })
+        );
+        assert!(!owned.contains(GpuIndex(99)), "out of range reads as unset");
+
+        let raw = owned.into_raw();
+        // SAFETY: raw is a live bitmap we own; only this view uses it until it is freed below.
+        let mut view = unsafe { BitmapMut::<GpuIndex>::from_raw(raw) }.expect("non-null");
+        assert_eq!(
+            view.iter_set().collect::<Vec<_>>(),
+            [GpuIndex(1), GpuIndex(6)]
+        );
+        view.write_gpu_set(GpuSet::from_iter([0, 3])).unwrap();
+        assert!(view.write_gpu_set(GpuSet::from_iter([9])).is_err());
+        // SAFETY: as above; the mutable view is no longer used.
+        let read = unsafe { BitmapRef::<GpuIndex>::from_raw(raw) }.expect("non-null");
+        assert_eq!(read.to_gpu_set(), GpuSet::from_iter([0, 3]));
+        assert_eq!(read.count(), 2);
+        let mut raw = raw;
+        // SAFETY: frees the bitmap allocated above; no view is used afterwards.
+        unsafe { ffi::slurm_bit_free(&mut raw) };
+    }
+}
