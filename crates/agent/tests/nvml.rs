@@ -1,0 +1,402 @@
+//! The node agent end to end on one machine: the real `gputopo` binary and the real nvml-wrapper
+//! code path, loading the workspace's fake libnvidia-ml.so (crates/fake-nvml) driven by the
+//! fixtures in tests/fixtures/nvml/.
+//!
+//! The fake is a dev-dependency, so cargo builds it next to this test (target/*/deps); if it is
+//! not there (e.g. a test binary copied elsewhere), `FAKE_NVML_LIB` names it, and as a last resort
+//! the test builds it with `cargo build -p fake-nvml`.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+fn fake_lib() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        if let Some(p) = std::env::var_os("FAKE_NVML_LIB") {
+            return PathBuf::from(p);
+        }
+        let exe = std::env::current_exe().expect("test executable path");
+        let deps = exe.parent().expect("deps dir").to_path_buf();
+        let candidates = [
+            deps.join("libfake_nvml.so"),
+            deps.parent()
+                .map(|d| d.join("libfake_nvml.so"))
+                .unwrap_or_default(),
+        ];
+        if let Some(p) = candidates.iter().find(|p| p.is_file()) {
+            return p.clone();
+        }
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo)
+            .args(["build", "-p", "fake-nvml"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("running cargo build -p fake-nvml");
+        assert!(st.success(), "cargo build -p fake-nvml failed");
+        candidates
+            .iter()
+            .find(|p| p.is_file())
+            .cloned()
+            .expect("libfake_nvml.so after building it")
+    })
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/nvml")
+        .join(format!("{name}.fx"))
+}
+
+/// One GPU of `health --json`: (index, status, reasons, bus id).
+type Row = (u64, String, Vec<String>, Option<String>);
+
+/// A scratch directory holding gputopo.conf (and gres.conf when given).
+struct Node {
+    dir: PathBuf,
+    fixture: String,
+    lib: Option<PathBuf>,
+}
+
+impl Node {
+    fn new(test: &str, fixture_name: &str, conf: &str, gres: Option<&str>) -> Node {
+        let dir = std::env::temp_dir().join(format!("gputopo-nvml-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        std::fs::write(dir.join("gputopo.conf"), conf).expect("gputopo.conf");
+        if let Some(g) = gres {
+            std::fs::write(dir.join("gres.conf"), g).expect("gres.conf");
+        }
+        Node {
+            dir,
+            fixture: fixture_name.into(),
+            lib: None,
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> (i32, String, String, Duration) {
+        let lib = self.lib.clone().unwrap_or_else(|| fake_lib().to_path_buf());
+        let t = Instant::now();
+        let out: Output = Command::new(env!("CARGO_BIN_EXE_gputopo"))
+            .args(args)
+            .env("GPUTOPO_CONF", self.dir.join("gputopo.conf"))
+            .env("GPUTOPO_NVML_LIB", lib)
+            .env("FAKE_NVML_FIXTURE", fixture(&self.fixture))
+            .env("SLURMD_NODENAME", "node1")
+            .env_remove("SLURM_CONF")
+            .output()
+            .expect("running gputopo");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            t.elapsed(),
+        )
+    }
+
+    /// `health --json` → (exit code, [(index, status, reasons, bus id)]).
+    fn health(&self) -> (i32, Vec<Row>) {
+        let (rc, out, err, _) = self.run(&["health", "--json"]);
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+        let rows = v
+            .as_array()
+            .expect("array")
+            .iter()
+            .map(|g| {
+                (
+                    g["index"].as_u64().expect("index"),
+                    g["status"].as_str().expect("status").to_string(),
+                    g["reasons"]
+                        .as_array()
+                        .expect("reasons")
+                        .iter()
+                        .map(|r| r.as_str().expect("reason").to_string())
+                        .collect(),
+                    g["bus_id"].as_str().map(str::to_string),
+                )
+            })
+            .collect();
+        (rc, rows)
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+#[test]
+fn dgx1v_reports_exactly_the_planted_faults() {
+    let n = Node::new("dgx1v", "dgx1v-faults", "", None);
+    let (rc, gpus) = n.health();
+    assert_eq!(gpus.len(), 8);
+    for (i, status, reasons, _) in &gpus {
+        match i {
+            5 => {
+                assert_eq!(status, "faulty");
+                assert_eq!(reasons, &s(&["ecc_uncorrectable", "retired_pages_pending"]));
+            }
+            6 => {
+                assert_eq!(status, "faulty");
+                assert_eq!(reasons, &s(&["gpu_lost"]));
+            }
+            _ => assert_eq!((status.as_str(), reasons.len()), ("ok", 0), "GPU {i}"),
+        }
+    }
+    assert_eq!(rc, 4, "exit code 4: some GPU faulty, all read");
+    // The human table says the same.
+    let (_, table, _, _) = n.run(&["health"]);
+    assert!(
+        table
+            .lines()
+            .nth(6)
+            .is_some_and(|l| l.starts_with("5 ") && l.contains("faulty"))
+    );
+}
+
+#[test]
+fn nvswitch_board_is_nv18_everywhere_with_correct_gres_links() {
+    let n = Node::new("nvswitch", "nvswitch8", "", None);
+    let (rc, out, _, _) = n.run(&["topology", "--format", "matrix"]);
+    assert_eq!(out.matches("NV18").count(), 8 * 7, "{out}");
+    assert_eq!(rc, 4);
+    let (_, gres, _, _) = n.run(&["gres-conf", "--node", "node1"]);
+    let lines: Vec<&str> = gres.lines().collect();
+    assert_eq!(lines.len(), 8);
+    assert!(lines[0].starts_with(
+        "NodeName=node1 Name=gpu Type=nvidia_h100_80gb_hbm3 File=/dev/nvidia0 Cores=0-15 "
+    ));
+    assert!(
+        lines[0].ends_with("Links=-1,18,18,18,18,18,18,18"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[7].ends_with("Links=18,18,18,18,18,18,18,-1"));
+    let (_, gpus) = n.health();
+    let bad: Vec<_> = gpus
+        .iter()
+        .filter(|g| g.1 != "ok")
+        .map(|g| (g.0, g.1.as_str(), g.2.clone()))
+        .collect();
+    assert_eq!(
+        bad,
+        vec![
+            (3, "faulty", s(&["xid_79"])),
+            (4, "degraded", s(&["row_remap_pending"])),
+            (7, "degraded", s(&["ecc_correctable"])),
+        ]
+    );
+    // The published JSON carries the NV18 matrix for the select plugin.
+    let (rc, extra, _, _) = n.run(&["publish", "--dry-run", "--current-extra", ""]);
+    assert_eq!(rc, 0);
+    let h = gputopo_core::health::parse_extra(extra.trim())
+        .expect("valid")
+        .expect("ours");
+    let links = h.links.expect("links");
+    assert_eq!(
+        (links.get(0, 7), links.get(3, 4), links.get(2, 2)),
+        (Some(18), Some(18), Some(0))
+    );
+}
+
+#[test]
+fn dgx1v_topology_matches_the_cube_mesh_where_known() {
+    let n = Node::new("dgx1v-topo", "dgx1v-faults", "", None);
+    let (rc, out, err, _) = n.run(&["topology"]);
+    assert_eq!(rc, 4);
+    assert!(err.contains("incomplete"), "GPU 6 is lost: {err}");
+    let t = gputopo_core::topology::fixture::parse(&out).expect("fixture output parses");
+    let want = gputopo_core::topology::fixture::parse(include_str!(
+        "../../../contrib/topologies/dgx1v.topo"
+    ))
+    .expect("dgx1v");
+    for a in 0..8 {
+        for b in 0..8 {
+            if a != b && a != 6 && b != 6 {
+                assert_eq!(t.link(a, b), want.link(a, b), "pair {a},{b}");
+            }
+        }
+    }
+}
+
+#[test]
+fn pcie_box_maps_nvml_order_to_slurm_order_by_minor() {
+    // NVML index i has minor 7-i: Slurm's GPU 0 is NVML's last device (bus BE).
+    let n = Node::new("pcie", "pcie8", "", None);
+    let (rc, gpus) = n.health();
+    assert_eq!(rc, 0);
+    assert!(gpus.iter().all(|g| g.1 == "ok"));
+    assert_eq!(gpus[0].3.as_deref(), Some("00000000:BE:00.0"));
+    assert_eq!(gpus[7].3.as_deref(), Some("00000000:1A:00.0"));
+    let (_, gres, _, _) = n.run(&["gres-conf", "--type", "l40s"]);
+    for l in gres.lines() {
+        let links = l.rsplit_once("Links=").expect("Links=").1;
+        assert!(links.split(',').all(|c| c == "0" || c == "-1"), "{l}");
+    }
+    assert!(
+        gres.contains("Type=l40s File=/dev/nvidia0 Cores=16-31"),
+        "{gres}"
+    );
+    // With a gres.conf, its File= order wins (here: /dev/nvidia3 first).
+    let n = Node::new(
+        "pcie-gres",
+        "pcie8",
+        "",
+        Some(
+            "NodeName=other Name=gpu File=/dev/nvidia[0-7]\nNodeName=node[1-2] Name=gpu File=/dev/nvidia3\nNodeName=node1 Name=gpu File=/dev/nvidia[0-2,4-7]\n",
+        ),
+    );
+    let (_, gpus) = n.health();
+    assert_eq!(
+        gpus[0].3.as_deref(),
+        Some("00000000:9C:00.0"),
+        "minor 3 = NVML 4"
+    );
+    assert_eq!(
+        gpus[1].3.as_deref(),
+        Some("00000000:BE:00.0"),
+        "minor 0 = NVML 7"
+    );
+}
+
+#[test]
+fn no_nvml_library_is_unknown_not_a_crash() {
+    let mut n = Node::new(
+        "nolib",
+        "no-nvml",
+        "",
+        Some("Name=gpu File=/dev/nvidia[0-1]\n"),
+    );
+    n.lib = Some(PathBuf::from("/nonexistent/libnvidia-ml.so.1"));
+    let (rc, gpus) = n.health();
+    assert_eq!(rc, 2);
+    assert_eq!(gpus.len(), 2);
+    assert!(
+        gpus.iter()
+            .all(|g| g.1 == "unknown" && g.2 == s(&["nvml_unavailable"]))
+    );
+    let (rc, extra, _, _) = n.run(&["publish", "--dry-run", "--current-extra", "{\"rack\":7}"]);
+    assert_eq!(rc, 0);
+    assert_eq!(
+        extra.trim(),
+        r#"{"gputopo":{"v":1,"gpus":[{"i":0,"s":"unknown","r":["nvml_unavailable"]},{"i":1,"s":"unknown","r":["nvml_unavailable"]}],"e":["nvml_unavailable"]},"rack":7}"#
+    );
+    let (rc, _, _, _) = n.run(&["topology"]);
+    assert_eq!(rc, 2);
+}
+
+#[test]
+fn driver_not_loaded_is_reported() {
+    let n = Node::new("nodriver", "driver-not-loaded", "", None);
+    let (rc, out, err, _) = n.run(&["health"]);
+    assert_eq!(rc, 2);
+    assert!(
+        out.contains("node: driver_not_loaded") && err.contains("driver"),
+        "{out} {err}"
+    );
+}
+
+#[test]
+fn a_hanging_call_times_out_and_a_gpu_lost_mid_query_is_reported() {
+    let n = Node::new(
+        "flaky",
+        "flaky",
+        "NvmlTimeoutMs=1500\nXidWaitMs=100\n",
+        None,
+    );
+    let (rc, out, err, took) = n.run(&["health", "--json"]);
+    assert!(
+        took < Duration::from_secs(8),
+        "took {took:?}: the deadline must fire"
+    );
+    assert_eq!(rc, 3, "{out} {err}");
+    let (_, gpus) = n.health();
+    assert_eq!(gpus[0].1, "ok");
+    assert_eq!(
+        (gpus[1].1.as_str(), gpus[1].2.clone()),
+        ("faulty", s(&["gpu_lost"]))
+    );
+    assert_eq!(
+        (gpus[2].1.as_str(), gpus[2].2.clone()),
+        ("unknown", s(&["nvml_timeout"]))
+    );
+    assert_eq!(gpus[3].1, "ok");
+}
+
+#[test]
+fn publish_merges_and_refuses_admin_strings() {
+    let n = Node::new("publish", "dgx1v-faults", "", None);
+    let (rc, out, _, _) = n.run(&[
+        "publish",
+        "--dry-run",
+        "--current-extra",
+        "{\"rack\":\"b12\"}",
+    ]);
+    assert_eq!(rc, 0);
+    assert!(out.trim().ends_with(",\"rack\":\"b12\"}"));
+    let h = gputopo_core::health::parse_extra(out.trim())
+        .expect("valid")
+        .expect("ours");
+    assert_eq!(
+        h.with_status(gputopo_core::health::Status::Faulty).to_vec(),
+        vec![5, 6]
+    );
+    assert!(
+        h.links.is_none(),
+        "the lost GPU's links are unknown, so no matrix is published"
+    );
+    let (rc, _, err, _) = n.run(&["publish", "--dry-run", "--current-extra", "rack b12"]);
+    assert_eq!(rc, 5);
+    assert!(err.contains("refusing to overwrite"), "{err}");
+    let (rc, _, err, _) = n.run(&["publish", "--scontrol", "/nonexistent/scontrol"]);
+    assert_eq!(rc, 6, "{err}");
+}
+
+#[test]
+fn a_bad_config_is_a_clear_error() {
+    let n = Node::new(
+        "badconf",
+        "pcie8",
+        "EccUncorrectableLimit=1\nNvmlTimeout=5\n",
+        None,
+    );
+    let (rc, _, err, _) = n.run(&["health"]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("line 2: NvmlTimeout: unknown key"), "{err}");
+}
+
+#[test]
+fn thresholds_come_from_gputopo_conf() {
+    // Raising the limit above GPU 5's 7 aggregate errors and ignoring nothing else: only the
+    // pending retirement (degraded) and the lost GPU remain.
+    let n = Node::new(
+        "limits",
+        "dgx1v-faults",
+        "EccUncorrectableLimit=10\nEccCorrectableDegraded=5\n",
+        None,
+    );
+    let (_, gpus) = n.health();
+    assert_eq!(
+        (gpus[5].1.as_str(), gpus[5].2.clone()),
+        ("degraded", s(&["ecc_correctable", "retired_pages_pending"]))
+    );
+    assert_eq!(
+        (gpus[1].1.as_str(), gpus[1].2.clone()),
+        ("degraded", s(&["ecc_correctable"]))
+    );
+    let n = Node::new(
+        "xids",
+        "nvswitch8",
+        "CriticalXids=48\nIgnoredXids=79\n",
+        None,
+    );
+    let (_, gpus) = n.health();
+    assert_eq!(gpus[3].1, "ok");
+}
