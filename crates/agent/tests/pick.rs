@@ -30,13 +30,13 @@ fn pick(topo: &str, free: Option<&str>, count: usize, extra: &[&str]) -> Vec<usi
         "{args:?}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("pick --json prints JSON");
     assert!(v["score"]["aggregate"].is_u64(), "{v}");
     v["gpus"]
         .as_array()
-        .unwrap()
+        .expect("gpus is an array")
         .iter()
-        .map(|x| x.as_u64().unwrap() as usize)
+        .map(|x| x.as_u64().expect("GPU indices are numbers") as usize)
         .collect()
 }
 
