@@ -103,6 +103,40 @@ const ALLOWLISTS: &[Allow] = &[
             "NO_VAL",
         ],
     },
+    // Added by the priority helper: the priority/gputopo role (src/plugin/priority*).
+    Allow {
+        header: "priority.h",
+        types: &[
+            "priority_factors_object_t",
+            "priority_factors_t",
+            "priority_factors_request_msg_t",
+            "priority_mult_t",
+            "slurmdb_assoc_rec_t",
+            "slurmdb_qos_rec_t",
+            "slurmdb_used_limits_t",
+            "assoc_mgr_lock_t",
+            "slurmctld_lock_t",
+        ],
+        functions: &[
+            "assoc_mgr_(lock|unlock)",
+            "slurm_with_slurmdbd",
+            "slurm_get_tres_weight_array",
+            "slurm_destroy_priority_factors(_object)?",
+            "slurm_copy_priority_factors(_object)?",
+            "slurm_list_(create|append|sort|destroy)",
+            "priority_sort_part_tier",
+            "slurm_xstrdup",
+        ],
+        vars: &[
+            "assoc_mgr_root_assoc",
+            "assoc_mgr_tres_name_array",
+            "g_user_assoc_count",
+            "g_tres_count",
+            "active_node_record_count",
+            "NICE_OFFSET",
+            "JOB_STATE_BASE",
+        ],
+    },
 ];
 
 fn main() {
@@ -144,6 +178,17 @@ fn run() -> Result<(), String> {
     println!("cargo::rustc-cfg=select_abi=\"{generation}\"");
     println!("cargo::rustc-env=GPUTOPO_SLURM_RELEASE={major}.{minor:02}.{micro}");
 
+    // priority/gputopo (added by the priority helper): 6 priority_p_* in 22.05, 8 in 23.11-24.11.
+    println!("cargo::rustc-check-cfg=cfg(priority_abi, values(\"22.05\", \"23.11\"))");
+    println!(
+        "cargo::rustc-cfg=priority_abi=\"{}\"",
+        if generation == "22.05" {
+            "22.05"
+        } else {
+            "23.11"
+        }
+    );
+    compile_priority_shim();
     generate_bindings(&src)?;
     link_slurmfull(&format!("{major}.{minor:02}.{micro}"));
     Ok(())
@@ -230,5 +275,25 @@ fn link_slurmfull(release: &str) {
         None => println!(
             "cargo::warning=libslurmfull.so of Slurm {release} not found (set SLURM_LIB_DIR); symbols stay undefined until load time"
         ),
+    }
+}
+
+/// The C shim of the priority role (slurm-headers/priority_shim.c): `priority_p_calc_fs_factor`
+/// takes `long double`s, which Rust cannot express. rustc exports only Rust symbols from a
+/// cdylib (its version script hides the rest), so a second version script makes the shim's
+/// entry point global; GNU ld merges the two.
+fn compile_priority_shim() {
+    let shim = "slurm-headers/priority_shim.c";
+    println!("cargo::rerun-if-changed={shim}");
+    cc::Build::new()
+        .file(shim)
+        .flag_if_supported("-Wall")
+        .compile("gputopo_priority_shim");
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap_or_default()).join("priority_shim.ver");
+    if fs::write(&out, "{ global: priority_p_calc_fs_factor; };\n").is_ok() {
+        println!(
+            "cargo::rustc-cdylib-link-arg=-Wl,--version-script={}",
+            out.display()
+        );
     }
 }

@@ -4,3 +4,4 @@
  */
 #include "common.h"
 #include "select.h"
+#include "priority.h"

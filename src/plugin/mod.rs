@@ -12,6 +12,7 @@ pub mod error;
 pub mod export;
 pub mod guard;
 pub mod lifecycle;
+pub mod priority;
 pub mod select;
 pub mod steer;
 pub mod stock;
@@ -24,5 +25,5 @@ crate::plugin_identity! {
     // 109 = SELECT_PLUGIN_CONS_TRES: keeps every feature keyed on the cons_tres id
     // (CoreCnt reservations, unpacking node/job info in clients); see docs/deployment.md.
     id: 109,
-    roles: [&select::ROLE],
+    roles: [&select::ROLE, &priority::ROLE],
 }

@@ -13,6 +13,7 @@ pub mod gres;
 pub mod job;
 pub mod list;
 pub mod log;
+pub mod prio;
 pub mod node;
 
 pub use entry::EntryPtr;

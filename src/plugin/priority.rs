@@ -1,0 +1,224 @@
+//! `priority/gputopo`: Slurm's multifactor priority, plus age and fair share without slurmdbd.
+//!
+//! The same `.so` as `select/gputopo`, installed a second time as `priority_gputopo.so` (see
+//! [`crate::plugin::export`]): this file is the role and the entry-point table, one line per
+//! `priority_p_*` of the release's `syms[]` (22.05 src/common/slurm_priority.c: 6;
+//! 23.02–24.11 src/interfaces/priority.c: 8). `priority_p_calc_fs_factor` takes `long double`s
+//! and lives in the C shim `slurm-headers/priority_shim.c`.
+//!
+//! The role does nothing unless slurm.conf says `PriorityType=priority/gputopo` and the process
+//! is slurmctld (sshare and every other client load the file too; 24.11's sshare fatals if the
+//! plugin does not load, so `init` must stay trivial there). The math is
+//! [`gputopo_core::priority`]; [`state`] holds config and ledger; [`recalc`] is the loop.
+
+pub mod recalc;
+pub mod state;
+
+use std::sync::PoisonError;
+
+use crate::ffi;
+use crate::plugin::PluginError;
+use crate::plugin::lifecycle::Role;
+use crate::slurm::EntryPtr;
+use crate::slurm::conf::in_slurmctld;
+use crate::slurm::prio::{self, job::JobRecord, sprio};
+#[cfg(priority_abi = "22.05")]
+use crate::slurm::prio::{CtldLock, CtldLocks};
+use state::{STATE, compute, load_extension};
+
+/// The priority role.
+pub static ROLE: PriorityRole = PriorityRole;
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct PriorityRole;
+
+fn active() -> bool {
+    in_slurmctld() && prio::priority_type_is_gputopo()
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+impl Role for PriorityRole {
+    fn name(&self) -> &'static str {
+        "priority"
+    }
+
+    fn start(&self) -> Result<(), PluginError> {
+        if !active() {
+            return Ok(());
+        }
+        let with_dbd = prio::with_slurmdbd();
+        *STATE
+            .with_dbd
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = with_dbd;
+        *STATE.ext.lock().unwrap_or_else(PoisonError::into_inner) =
+            (!with_dbd).then(|| load_extension(now()));
+        STATE.reload();
+        if !with_dbd {
+            log::info!(
+                "priority/gputopo: no slurmdbd: age counts from eligible time and fair share from gputopo's usage ledger"
+            );
+        }
+        #[cfg(priority_abi = "22.05")]
+        {
+            // 22.05 has no priority_p_thread_start: multifactor starts its thread in init and
+            // seeds the factors for sprio right away.
+            recalc::start_thread();
+        }
+        Ok(())
+    }
+
+    fn stop(&self) {
+        recalc::stop_thread();
+        if let Some(ext) = STATE
+            .ext
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+        {
+            ext.save();
+        }
+    }
+}
+
+/// `priority_p_set`: the job's priority at submit/update (job write lock held by Slurm).
+fn set(_last_prio: u32, job: Option<EntryPtr<'_, ffi::job_record_t>>) -> Result<u32, PluginError> {
+    let Some(job) = job else { return Ok(1) };
+    let mut job = JobRecord::from_entry(job);
+    let cfg = STATE.config();
+    let ext = STATE.ext.lock().unwrap_or_else(PoisonError::into_inner);
+    let ext = if STATE.with_dbd() { None } else { ext.as_ref() };
+    let _assoc = prio::AssocLock::acquire(false, false);
+    let p = compute(&mut job, &cfg, ext, now());
+    log::debug!(
+        "priority/gputopo: initial priority for job {} is {p}",
+        job.id()
+    );
+    Ok(p)
+}
+
+/// `priority_p_reconfig`: reread the weights.
+fn reconfig(_assoc_clear: bool) -> Result<(), PluginError> {
+    if active() {
+        STATE.reload();
+    }
+    Ok(())
+}
+
+/// `priority_p_set_assoc_usage`: with classic fair share multifactor sets `usage_norm` and
+/// `usage_efctv` here; gputopo computes association usage in its loop, so this is a no-op.
+fn set_assoc_usage(
+    _assoc: Option<EntryPtr<'_, ffi::slurmdb_assoc_rec_t>>,
+) -> Result<(), PluginError> {
+    Ok(())
+}
+
+/// `priority_p_job_end`: charge the ledger for the job's last interval, then release unused
+/// GrpTRESRunMins like priority/basic (job write lock held by Slurm).
+fn job_end(job: Option<EntryPtr<'_, ffi::job_record_t>>) -> Result<(), PluginError> {
+    let Some(job) = job else { return Ok(()) };
+    let mut job = JobRecord::from_entry(job);
+    let tres_cnt = prio::tres_count();
+    if !STATE.with_dbd() {
+        if let Some(ext) = STATE
+            .ext
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            let (_, end, _) = job.run_times();
+            let until = if end > 0 { end.min(now()) } else { now() };
+            ext.charge(&job, until, tres_cnt);
+        }
+    }
+    if prio::enforce_limits() {
+        job.release_tres_run_secs(tres_cnt);
+    }
+    Ok(())
+}
+
+/// `priority_p_recover` (23.02+): seed factors for sprio at startup; never boosts (multifactor
+/// returns 0 too).
+#[cfg(not(priority_abi = "22.05"))]
+fn recover(_prio_boost: u32) -> Result<u32, PluginError> {
+    if active() {
+        recalc::pass(true);
+    }
+    Ok(0)
+}
+
+/// `priority_p_thread_start` (23.02+): start the recalculation loop.
+#[cfg(not(priority_abi = "22.05"))]
+fn thread_start() -> Result<(), PluginError> {
+    if active() {
+        recalc::start_thread();
+    }
+    Ok(())
+}
+
+/// `priority_p_get_priority_factors_list`, 23.02+: the caller holds the job/node/part read locks.
+#[cfg(not(priority_abi = "22.05"))]
+fn factors_list(uid: u32) -> Result<*mut ffi::xlist, PluginError> {
+    let cfg = STATE.config();
+    let _assoc = prio::AssocLock::acquire(false, false);
+    Ok(sprio::factors_list(
+        &cfg,
+        uid,
+        &sprio::Filter::default(),
+        now(),
+    ))
+}
+
+/// `priority_p_get_priority_factors_list`, 22.05: the plugin takes the read locks and filters.
+#[cfg(priority_abi = "22.05")]
+fn factors_list(
+    req: Option<EntryPtr<'_, ffi::priority_factors_request_msg_t>>,
+    uid: u32,
+) -> Result<*mut ffi::xlist, PluginError> {
+    let cfg = STATE.config();
+    let Some(_ctld) = CtldLock::acquire(CtldLocks::JobNodePartRead) else {
+        return Ok(std::ptr::null_mut());
+    };
+    let filter = sprio::Filter::from_entry(req);
+    let _assoc = prio::AssocLock::acquire(false, false);
+    Ok(sprio::factors_list(&cfg, uid, &filter, now()))
+}
+
+#[cfg(priority_abi = "22.05")]
+crate::own_entry_points! {
+    fn priority_p_set(last_prio: u32, job_ptr: *mut ffi::job_record_t) -> u32, fail = 1
+        => set;
+    fn priority_p_reconfig(assoc_clear: bool) -> (), fail = ()
+        => reconfig;
+    fn priority_p_set_assoc_usage(assoc: *mut ffi::slurmdb_assoc_rec_t) -> (), fail = ()
+        => set_assoc_usage;
+    fn priority_p_get_priority_factors_list(req_msg: *mut ffi::priority_factors_request_msg_t, uid: u32)
+        -> *mut ffi::xlist, fail = std::ptr::null_mut()
+        => factors_list;
+    fn priority_p_job_end(job_ptr: *mut ffi::job_record_t) -> (), fail = ()
+        => job_end;
+}
+
+#[cfg(not(priority_abi = "22.05"))]
+crate::own_entry_points! {
+    fn priority_p_set(last_prio: u32, job_ptr: *mut ffi::job_record_t) -> u32, fail = 1
+        => set;
+    fn priority_p_reconfig(assoc_clear: bool) -> (), fail = ()
+        => reconfig;
+    fn priority_p_set_assoc_usage(assoc: *mut ffi::slurmdb_assoc_rec_t) -> (), fail = ()
+        => set_assoc_usage;
+    fn priority_p_get_priority_factors_list(uid: u32) -> *mut ffi::xlist, fail = std::ptr::null_mut()
+        => factors_list;
+    fn priority_p_job_end(job_ptr: *mut ffi::job_record_t) -> (), fail = ()
+        => job_end;
+    fn priority_p_recover(prio_boost: u32) -> u32, fail = 0
+        => recover;
+    fn priority_p_thread_start() -> (), fail = ()
+        => thread_start;
+}

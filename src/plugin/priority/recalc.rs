@@ -1,0 +1,142 @@
+//! The recalculation loop: every PriorityCalcPeriod, recompute every pending job (all jobs with
+//! CALCULATE_RUNNING), as multifactor's decay thread does. Without slurmdbd it first charges
+//! running jobs to the ledger, decays it and re-ranks users (gputopo's extension).
+//!
+//! This is the only place gputopo takes slurmctld locks (job write, node read, partition read:
+//! multifactor's `job_write_lock`), plus `priority_p_recover` and 22.05's factor list.
+
+use std::sync::PoisonError;
+use std::time::Duration;
+
+use gputopo_core::priority::Flags;
+use gputopo_core::priority::multifactor::apply_incr_only;
+
+use super::state::{STATE, compute};
+use crate::slurm::prio::job::{JobRecord, job_list};
+use crate::slurm::prio::{self, AssocLock, CtldLock, CtldLocks};
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// One pass over `job_list`. `recover` = `priority_p_recover`'s pass (no ledger charge).
+pub fn pass(recover: bool) {
+    let Some(_ctld) = CtldLock::acquire(CtldLocks::JobWriteNodePartRead) else {
+        return;
+    };
+    let start = now();
+    let cfg = STATE.config();
+    let tres_cnt = prio::tres_count();
+    // SAFETY: job write lock held until `_ctld` drops, after every use of these pointers.
+    let jobs = unsafe { job_list() };
+    let mut ext_guard = STATE.ext.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(ext) = ext_guard.as_mut().filter(|_| !STATE.with_dbd()) {
+        let mut pending = Vec::new();
+        for &raw in &jobs {
+            // SAFETY: element of job_list, job write lock held.
+            let Some(job) = (unsafe { JobRecord::from_raw(raw) }) else {
+                continue;
+            };
+            if !recover && job.is_running() {
+                ext.charge(&job, start, tres_cnt);
+            } else if job.is_pending() {
+                pending.push((job.account(), job.user_id().to_string()));
+            }
+        }
+        ext.ledger.decay_to(start);
+        ext.refresh_fairshare(&pending);
+    }
+    let ext = if STATE.with_dbd() {
+        None
+    } else {
+        ext_guard.as_ref()
+    };
+    let _assoc = AssocLock::acquire(false, false);
+    let mut changed = false;
+    for raw in jobs {
+        // SAFETY: element of job_list, job write lock held.
+        let Some(mut job) = (unsafe { JobRecord::from_raw(raw) }) else {
+            continue;
+        };
+        if job.priority() == 0
+            || job.is_power_up()
+            || (!job.is_pending() && !cfg.flags.has(Flags::CALCULATE_RUNNING))
+            || job.is_ending()
+        {
+            continue;
+        }
+        let new = compute(&mut job, &cfg, ext, start);
+        let kept = apply_incr_only(cfg.flags, job.priority(), new);
+        if kept != job.priority() {
+            job.set_priority(kept);
+            changed = true;
+        }
+    }
+    if changed {
+        prio::touch_last_job_update(now());
+    }
+    drop(_assoc);
+    if let Some(ext) = ext_guard.as_ref() {
+        if !STATE.with_dbd() {
+            ext.save();
+        }
+    }
+    log::debug!(
+        "priority/gputopo: recalculated priorities in {} s",
+        now() - start
+    );
+}
+
+/// The loop body of the recalculation thread; returns when asked to stop.
+pub fn run() {
+    loop {
+        let t0 = std::time::Instant::now();
+        pass(false);
+        log::debug!(
+            "priority/gputopo: recalculation took {} us",
+            t0.elapsed().as_micros()
+        );
+        let (period, _) = prio::periods();
+        let (lock, cv) = &STATE.stop;
+        let stop = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let (stop, _) = cv
+            .wait_timeout_while(stop, Duration::from_secs(u64::from(period)), |s| !*s)
+            .unwrap_or_else(PoisonError::into_inner);
+        if *stop {
+            return;
+        }
+    }
+}
+
+/// Starts the thread (once).
+pub fn start_thread() {
+    let mut t = STATE.thread.lock().unwrap_or_else(PoisonError::into_inner);
+    if t.is_some() {
+        return;
+    }
+    *STATE.stop.0.lock().unwrap_or_else(PoisonError::into_inner) = false;
+    match std::thread::Builder::new().name("gputopo-prio".into()).spawn(|| {
+        if std::panic::catch_unwind(run).is_err() {
+            log::error!("priority/gputopo: recalculation thread panicked; priorities are no longer recalculated");
+        }
+    }) {
+        Ok(h) => *t = Some(h),
+        Err(e) => log::error!("priority/gputopo: cannot start the recalculation thread: {e}"),
+    }
+}
+
+/// Stops and joins the thread.
+pub fn stop_thread() {
+    *STATE.stop.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
+    STATE.stop.1.notify_all();
+    let h = STATE
+        .thread
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if let Some(h) = h {
+        let _ = h.join();
+    }
+}

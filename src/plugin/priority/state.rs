@@ -1,0 +1,250 @@
+//! The priority role's state: configuration snapshot and gputopo's usage ledger.
+//!
+//! Lock order (never reversed): slurmctld locks → [`State::ext`] → assoc_mgr locks.
+//! `priority_p_set` and `priority_p_job_end` run with the slurmctld job write lock held by
+//! Slurm; the recalculation thread takes that lock itself before touching [`State::ext`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
+use std::thread::JoinHandle;
+
+use gputopo_core::priority::ledger::{Ledger, UsageCharge, UsageWeights};
+use gputopo_core::priority::{Flags, PriorityConfig, job_priority};
+
+use crate::slurm::prio::{self, job::JobRecord};
+
+/// gputopo's extension state (used only without slurmdbd).
+#[derive(Debug)]
+pub struct Extension {
+    /// The ledger (None until loaded).
+    pub ledger: Ledger,
+    /// Fair-share factor per (account, uid) from the last recalculation.
+    pub fairshare: BTreeMap<(String, String), f64>,
+    /// Where the ledger lives.
+    pub dir: Option<PathBuf>,
+    /// Index of `gres/gpu` in the TRES arrays.
+    pub gpu_index: Option<usize>,
+}
+
+/// Everything the role keeps between calls.
+#[derive(Debug)]
+pub struct State {
+    /// Current weights and flags (replaced on reconfigure).
+    pub cfg: RwLock<Option<Arc<PriorityConfig>>>,
+    /// Whether slurmctld uses slurmdbd (fixed at start).
+    pub with_dbd: RwLock<bool>,
+    /// The extension.
+    pub ext: Mutex<Option<Extension>>,
+    /// Set to stop the recalculation thread.
+    pub stop: (Mutex<bool>, Condvar),
+    /// The recalculation thread.
+    pub thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// The one state of this process.
+pub static STATE: State = State {
+    cfg: RwLock::new(None),
+    with_dbd: RwLock::new(false),
+    ext: Mutex::new(None),
+    stop: (Mutex::new(false), Condvar::new()),
+    thread: Mutex::new(None),
+};
+
+const _: () = {
+    const fn assert_sync<T: Send + Sync>() {}
+    assert_sync::<State>();
+};
+
+impl State {
+    /// The current configuration (Slurm defaults before start).
+    pub fn config(&self) -> Arc<PriorityConfig> {
+        self.cfg
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .unwrap_or_else(|| Arc::new(PriorityConfig::slurm_default(prio::RELEASE)))
+    }
+
+    /// Rereads `slurm_conf` (start and reconfigure).
+    pub fn reload(&self) {
+        let cfg = prio::priority_config();
+        log::info!(
+            "priority/gputopo: weights age={} assoc={} fairshare={} jobsize={} partition={} qos={} tres={:?} maxage={}s favorsmall={} flags={:#x}",
+            cfg.weights.age,
+            cfg.weights.assoc,
+            cfg.weights.fairshare,
+            cfg.weights.job_size,
+            cfg.weights.partition,
+            cfg.weights.qos,
+            cfg.tres_weights,
+            cfg.max_age_secs,
+            cfg.favor_small,
+            cfg.flags.0
+        );
+        *self.cfg.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(cfg));
+        let (_, half_life) = prio::periods();
+        if let Some(ext) = self
+            .ext
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            ext.ledger.set_half_life(half_life);
+            ext.gpu_index = prio::gpu_tres_index();
+        }
+    }
+
+    /// Whether slurmdbd is configured.
+    pub fn with_dbd(&self) -> bool {
+        *self.with_dbd.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Loads (or starts) the ledger from StateSaveLocation.
+pub fn load_extension(now: i64) -> Extension {
+    let (_, half_life) = prio::periods();
+    let dir = prio::state_save_location();
+    let ledger = match dir.as_deref().map(|d| Ledger::load(d, half_life)) {
+        Some(Ok(Some(l))) => {
+            log::info!(
+                "priority/gputopo: usage ledger recovered ({} entries)",
+                l.len()
+            );
+            l
+        }
+        Some(Ok(None)) | None => Ledger::new(half_life, now),
+        Some(Err(e)) => {
+            log::error!("priority/gputopo: {e}; starting with an empty usage ledger");
+            Ledger::new(half_life, now)
+        }
+    };
+    Extension {
+        ledger,
+        fairshare: BTreeMap::new(),
+        dir,
+        gpu_index: prio::gpu_tres_index(),
+    }
+}
+
+impl Extension {
+    /// Charges a running (or just ended) job for `[max(last_decay, start), until]`.
+    pub fn charge(&mut self, job: &JobRecord<'_>, until: i64, tres_cnt: usize) {
+        let (start, _, _) = job.run_times();
+        if start == 0 {
+            return;
+        }
+        let from = start.max(self.ledger.last_decay());
+        if until <= from {
+            return;
+        }
+        let gpus = self
+            .gpu_index
+            .and_then(|i| job.tres_alloc(i, tres_cnt))
+            .unwrap_or(0);
+        self.ledger.charge(&UsageCharge {
+            account: job.account(),
+            user: job.user_id().to_string(),
+            gpus,
+            billing: job.billable_tres(),
+            run_secs: (until - from) as f64,
+        });
+    }
+
+    /// Recomputes the fair-share factors for every ledger entry plus `pending` users.
+    pub fn refresh_fairshare(&mut self, pending: &[(String, String)]) {
+        let extra = pending.iter().map(|(a, u)| (a.as_str(), u.as_str()));
+        self.fairshare = self.ledger.fair_share(UsageWeights::default(), extra).0;
+    }
+
+    /// The fair-share factor of (account, uid); a user not yet ranked is treated as unused (1).
+    pub fn fairshare_of(&self, account: &str, uid: u32) -> f64 {
+        self.fairshare
+            .get(&(account.to_string(), uid.to_string()))
+            .copied()
+            .unwrap_or(1.0)
+    }
+
+    /// Persists the ledger (errors are logged, the old file stays).
+    pub fn save(&self) {
+        if let Some(dir) = &self.dir {
+            if let Err(e) = self.ledger.save(dir) {
+                log::error!("priority/gputopo: {e}");
+            }
+        }
+    }
+}
+
+/// Computes and stores one job's priority; returns it (multifactor's `_get_priority_internal`).
+/// `ext` is `None` with slurmdbd (association fair share and accrue time are used as is).
+pub fn compute(
+    job: &mut JobRecord<'_>,
+    cfg: &PriorityConfig,
+    ext: Option<&Extension>,
+    now: i64,
+) -> u32 {
+    if job.input_is_direct() {
+        job.clear_factors();
+        return job.priority();
+    }
+    if !job.has_details() {
+        log::error!(
+            "priority/gputopo: job {} has no details, can't set priority",
+            job.id()
+        );
+        job.clear_factors();
+        return 0;
+    }
+    job.sort_partitions();
+    let tres_cnt = prio::tres_count();
+    let (accrue, fairshare) = match ext {
+        Some(ext) => {
+            let (submit, begin) = job.submit_and_begin();
+            let eligible = if cfg.flags.has(Flags::ACCRUE_ALWAYS) {
+                submit
+            } else {
+                begin
+            };
+            (
+                Some(eligible),
+                ext.fairshare_of(&job.account(), job.user_id()),
+            )
+        }
+        None => (
+            None,
+            job.assoc_fs_factor(cfg.flags.has(Flags::FAIR_TREE), cfg.damp_factor),
+        ),
+    };
+    let input = job.input(tres_cnt, accrue, fairshare);
+    let len = array_len(cfg, &input);
+    let prev = len.and_then(|n| job.current_array(n));
+    let res = job_priority(cfg, prio::cluster(), &input, now, prev.as_deref());
+    if res.clamped {
+        log::error!(
+            "priority/gputopo: job {} priority exceeds 32 bits, reduced to 4294967295",
+            job.id()
+        );
+    }
+    job.store(
+        &res,
+        cfg.tres_weights.as_deref(),
+        now,
+        prio::last_part_update(),
+    );
+    res.priority
+}
+
+fn array_len(cfg: &PriorityConfig, input: &gputopo_core::priority::JobInput) -> Option<usize> {
+    use gputopo_core::priority::Release;
+    match cfg.release {
+        Release::V22_05 => (!input.partitions.is_empty()).then(|| input.partitions.len() + 1),
+        Release::V24_11 => {
+            let parts = input.partitions.len().max(1);
+            if input.partitions.is_empty() && input.qos_list.is_empty() {
+                None
+            } else {
+                Some(parts * input.qos_list.len().max(1))
+            }
+        }
+    }
+}

@@ -1,0 +1,514 @@
+//! A slurmctld job record as the priority math sees it, and the write-back of the result.
+//!
+//! Reading mirrors what multifactor's `set_priority_factors` reads; writing mirrors what
+//! `_get_priority_internal` stores: `job_ptr->prio_factors` (weighted, xmalloc'ed, TRES arrays
+//! xcalloc'ed), the per-partition array (22.05 `priority_array`, 23.02+ `part_prio`), and
+//! `job_ptr->priority`. The release differences are absorbed here (`cfg(priority_abi)`).
+
+use std::ffi::{CStr, c_void};
+use std::ptr;
+
+use gputopo_core::priority::{
+    AssocInput, JobInput, JobPriority, NO_CONSUME_VAL64, PartitionInput, QosInput, WeightedFactors,
+};
+
+use crate::ffi;
+use crate::slurm::list::ListRef;
+
+/// `prio_factors`' type: flat object in 22.05, `priority_factors_t` from 23.02.
+#[cfg(priority_abi = "22.05")]
+pub type JobFactors = ffi::priority_factors_object_t;
+/// `prio_factors`' type: flat object in 22.05, `priority_factors_t` from 23.02.
+#[cfg(not(priority_abi = "22.05"))]
+pub type JobFactors = ffi::priority_factors_t;
+
+#[cfg(priority_abi = "22.05")]
+type Details = ffi::job_details;
+#[cfg(not(priority_abi = "22.05"))]
+type Details = ffi::job_details_t;
+
+// Job state bits (slurm/slurm.h, identical in 22.05 and 24.11; SLURM_BIT() macros that bindgen
+// cannot evaluate).
+const JOB_COMPLETING: u32 = 1 << 15;
+const JOB_RESIZING: u32 = 1 << 13;
+const JOB_POWER_UP_NODE: u32 = 1 << 18;
+const JOB_REVOKED: u32 = 1 << 19;
+// `enum job_states` order (slurm.h): PENDING, RUNNING, SUSPENDED, ...
+const JOB_PENDING: u32 = 0;
+const JOB_RUNNING: u32 = 1;
+const JOB_SUSPENDED: u32 = 2;
+
+/// A job record, borrowed while the caller holds the job lock Slurm requires.
+#[derive(Debug)]
+pub struct JobRecord<'a> {
+    job: &'a mut ffi::job_record_t,
+}
+
+fn xcalloc(n: usize, size: usize) -> *mut c_void {
+    // SAFETY: Slurm's allocator; `clear = true`, `try = false` (aborts on OOM like xmalloc).
+    unsafe {
+        ffi::slurm_xcalloc(
+            n.max(1),
+            size,
+            true,
+            false,
+            c"gputopo".as_ptr(),
+            0,
+            c"prio".as_ptr(),
+        )
+    }
+}
+
+fn xfree<T>(p: &mut *mut T) {
+    let mut v = p.cast::<c_void>();
+    // SAFETY: `p` is null or came from Slurm's allocator; slurm_xfree nulls it.
+    unsafe { ffi::slurm_xfree(&mut v) };
+    *p = ptr::null_mut();
+}
+
+fn cstr(p: *const std::ffi::c_char) -> String {
+    if p.is_null() {
+        String::new()
+    } else {
+        // SAFETY: NUL-terminated string owned by the record.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+}
+
+impl<'a> JobRecord<'a> {
+    /// Wraps a job pointer.
+    ///
+    /// # Safety
+    /// `job` is a live `job_record_t` and the caller holds the slurmctld job write lock (or
+    /// read lock for read-only use) for `'a`.
+    pub unsafe fn from_raw(job: *mut ffi::job_record_t) -> Option<JobRecord<'a>> {
+        // SAFETY: caller contract.
+        unsafe { job.as_mut() }.map(|job| JobRecord { job })
+    }
+
+    /// Wraps the job pointer of an entry-point call (Slurm holds the job write lock during
+    /// `priority_p_set` and `priority_p_job_end`).
+    pub fn from_entry(job: crate::slurm::EntryPtr<'a, ffi::job_record_t>) -> JobRecord<'a> {
+        // SAFETY: EntryPtr vouches for a live record for 'a; the caller of the entry point
+        // holds the job write lock for the whole call.
+        let job = unsafe { &mut *job.as_ptr() };
+        JobRecord { job }
+    }
+
+    /// `direct_set_prio` with a non-zero priority: the formula is bypassed.
+    pub fn input_is_direct(&self) -> bool {
+        self.job.direct_set_prio != 0 && self.job.priority > 0
+    }
+
+    /// The unweighted fair-share factor of the job's association as multifactor's
+    /// `_get_fairshare_priority` reads it: Fair Tree's `fs_factor`, or classic
+    /// `calc_fs_factor(usage_efctv, shares_norm)` of the fs association (USE_PARENT → parent).
+    /// Caller holds the assoc_mgr read lock.
+    pub fn assoc_fs_factor(&self, fair_tree: bool, damp: u16) -> f64 {
+        // SAFETY: association records and usage live in assoc_mgr (read lock held by caller).
+        let Some(a) = (unsafe { self.job.assoc_ptr.as_ref() }) else {
+            return 0.0;
+        };
+        // SAFETY: as above.
+        let Some(u) = (unsafe { a.usage.as_ref() }) else {
+            return 0.0;
+        };
+        if fair_tree {
+            return u.fs_factor;
+        }
+        let fs = if a.shares_raw == gputopo_core::priority::FS_USE_PARENT {
+            // SAFETY: as above.
+            unsafe { u.fs_assoc_ptr.as_ref().and_then(|p| p.usage.as_ref()) }.unwrap_or(u)
+        } else {
+            u
+        };
+        // SAFETY: `usage_efctv` is a long double field of a live usage record.
+        let ue = unsafe { super::long_double_get(&fs.usage_efctv) };
+        gputopo_core::priority::classic::calc_fs_factor(ue, fs.shares_norm, damp)
+    }
+
+    /// The raw pointer (for list/ptr comparisons).
+    pub fn as_ptr(&self) -> *const ffi::job_record_t {
+        self.job
+    }
+
+    fn details(&self) -> Option<&Details> {
+        // SAFETY: details is owned by the job record (same lock).
+        unsafe { self.job.details.as_ref() }
+    }
+
+    /// Job id.
+    pub fn id(&self) -> u32 {
+        self.job.job_id
+    }
+    /// Submitting user.
+    pub fn user_id(&self) -> u32 {
+        self.job.user_id
+    }
+    /// Current priority (0 = held).
+    pub fn priority(&self) -> u32 {
+        self.job.priority
+    }
+    /// Account name (empty without accounting).
+    pub fn account(&self) -> String {
+        cstr(self.job.account)
+    }
+    /// `IS_JOB_PENDING`.
+    pub fn is_pending(&self) -> bool {
+        self.job.job_state & ffi::JOB_STATE_BASE == JOB_PENDING
+    }
+    /// `IS_JOB_RUNNING`.
+    pub fn is_running(&self) -> bool {
+        self.job.job_state & ffi::JOB_STATE_BASE == JOB_RUNNING
+    }
+    /// `IS_JOB_POWER_UP_NODE`.
+    pub fn is_power_up(&self) -> bool {
+        self.job.job_state & JOB_POWER_UP_NODE != 0
+    }
+    /// `IS_JOB_REVOKED`.
+    pub fn is_revoked(&self) -> bool {
+        self.job.job_state & JOB_REVOKED != 0
+    }
+    /// `IS_JOB_FINISHED || IS_JOB_COMPLETING || IS_JOB_RESIZING`.
+    pub fn is_ending(&self) -> bool {
+        let base = self.job.job_state & ffi::JOB_STATE_BASE;
+        base > JOB_SUSPENDED || self.job.job_state & (JOB_COMPLETING | JOB_RESIZING) != 0
+    }
+    /// Whether the job has a details record (multifactor returns 0 without one).
+    pub fn has_details(&self) -> bool {
+        self.details().is_some()
+    }
+    /// `details->submit_time` and `details->begin_time`.
+    pub fn submit_and_begin(&self) -> (i64, i64) {
+        self.details()
+            .map_or((0, 0), |d| (d.submit_time, d.begin_time))
+    }
+    /// `start_time`, `end_time`, `time_limit` (minutes).
+    pub fn run_times(&self) -> (i64, i64, u32) {
+        (self.job.start_time, self.job.end_time, self.job.time_limit)
+    }
+    /// `billable_tres` (set at allocation).
+    pub fn billable_tres(&self) -> f64 {
+        self.job.billable_tres
+    }
+    /// `tres_alloc_cnt[i]`, if allocated and consumed.
+    pub fn tres_alloc(&self, i: usize, tres_cnt: usize) -> Option<u64> {
+        if self.job.tres_alloc_cnt.is_null() || i >= tres_cnt {
+            return None;
+        }
+        // SAFETY: tres_alloc_cnt has slurmctld_tres_cnt entries.
+        let v = unsafe { self.job.tres_alloc_cnt.add(i).read() };
+        (v != NO_CONSUME_VAL64).then_some(v)
+    }
+
+    /// The part of the record multifactor reads. `accrue_override` replaces
+    /// `details->accrue_time` (gputopo's age-from-eligible-time extension); `fairshare` is the
+    /// unweighted fair-share factor for this job's association.
+    pub fn input(&self, tres_cnt: usize, accrue_override: Option<i64>, fairshare: f64) -> JobInput {
+        let d = self.details();
+        let job = &*self.job;
+        // SAFETY: part/qos/assoc records outlive jobs referencing them (part/assoc read locks).
+        let part = unsafe { job.part_ptr.as_ref() }.map(|p| partition(p, tres_cnt));
+        let mut partitions = Vec::new();
+        // SAFETY: part_ptr_list holds part_record_t pointers (job lock + part read lock).
+        if let Some(list) = unsafe { ListRef::<ffi::part_record_t>::from_raw(job.part_ptr_list) } {
+            partitions = list.iter().map(|p| partition(p, tres_cnt)).collect();
+        }
+        #[cfg(not(priority_abi = "22.05"))]
+        // SAFETY: qos_list holds slurmdb_qos_rec_t pointers (assoc_mgr QOS read lock by caller).
+        let qos_list = unsafe { ListRef::<ffi::slurmdb_qos_rec_t>::from_raw(job.qos_list) }
+            .map(|l| l.iter().map(qos).collect())
+            .unwrap_or_default();
+        #[cfg(priority_abi = "22.05")]
+        let qos_list = Vec::new();
+        JobInput {
+            direct_priority: (job.direct_set_prio != 0).then_some(job.priority),
+            accrue_time: accrue_override.unwrap_or_else(|| d.map_or(0, |d| d.accrue_time)),
+            total_cpus: job.total_cpus,
+            max_cpus: d.map_or(gputopo_core::priority::NO_VAL, |d| d.max_cpus),
+            min_cpus: d.map_or(0, |d| d.min_cpus),
+            min_nodes: d.map_or(1, |d| d.min_nodes),
+            time_limit_mins: job.time_limit,
+            partition: part,
+            partitions,
+            // SAFETY: see above.
+            qos: unsafe { job.qos_ptr.as_ref() }.map(qos),
+            qos_list,
+            // SAFETY: see above.
+            assoc: unsafe { job.assoc_ptr.as_ref() }.map(|a| AssocInput {
+                priority: a.priority,
+                // SAFETY: usage is allocated with the association.
+                priority_norm: unsafe { a.usage.as_ref() }.map_or(0.0, |u| u.priority_norm),
+                fairshare,
+            }),
+            tres_alloc: u64_array(job.tres_alloc_cnt, tres_cnt),
+            tres_req: u64_array(job.tres_req_cnt, tres_cnt),
+            site_factor: job.site_factor,
+            nice: d.map_or(gputopo_core::priority::NICE_OFFSET, |d| d.nice),
+        }
+    }
+
+    /// Current per-partition array (for INCR_ONLY), if any.
+    pub fn current_array(&self, len: usize) -> Option<Vec<u32>> {
+        #[cfg(priority_abi = "22.05")]
+        let arr = self.job.priority_array;
+        #[cfg(not(priority_abi = "22.05"))]
+        // SAFETY: part_prio is owned by the job record.
+        let arr =
+            unsafe { self.job.part_prio.as_ref() }.map_or(ptr::null_mut(), |p| p.priority_array);
+        // SAFETY: the array was allocated with `len` entries for the same partition/QOS lists.
+        (!arr.is_null()).then(|| unsafe { std::slice::from_raw_parts(arr, len) }.to_vec())
+    }
+
+    /// Sorts `part_ptr_list` by partition tier as 22.05's multifactor does before computing.
+    pub fn sort_partitions(&mut self) {
+        #[cfg(priority_abi = "22.05")]
+        if !self.job.part_ptr_list.is_null() {
+            // SAFETY: libslurmfull's list_sort with its own comparator for part_record_t lists.
+            unsafe {
+                ffi::slurm_list_sort(self.job.part_ptr_list, Some(ffi::priority_sort_part_tier))
+            };
+        }
+    }
+
+    /// The weighted factors stored in `prio_factors`, if any.
+    pub fn stored_factors(&self) -> Option<WeightedFactors> {
+        // SAFETY: prio_factors is null or an xmalloc'ed JobFactors owned by the job.
+        let pf = unsafe { self.job.prio_factors.as_ref() }?;
+        let tres = if pf.priority_tres.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: priority_tres has tres_cnt doubles.
+            unsafe { std::slice::from_raw_parts(pf.priority_tres, pf.tres_cnt as usize) }.to_vec()
+        };
+        Some(WeightedFactors {
+            age: pf.priority_age,
+            assoc: pf.priority_assoc,
+            fairshare: pf.priority_fs,
+            job_size: pf.priority_js,
+            partition: pf.priority_part,
+            qos: pf.priority_qos,
+            tres,
+            site: pf.priority_site,
+            nice: pf.nice,
+        })
+    }
+
+    /// The raw record, for the sprio list builder in this module's sibling.
+    pub(super) fn record(&self) -> &ffi::job_record_t {
+        self.job
+    }
+
+    /// Frees and zeroes `prio_factors` (direct priority or no details).
+    pub fn clear_factors(&mut self) {
+        // SAFETY: prio_factors is null or an xmalloc'ed JobFactors owned by the job.
+        if let Some(f) = unsafe { self.job.prio_factors.as_mut() } {
+            xfree(&mut f.tres_weights);
+            xfree(&mut f.priority_tres);
+            // SAFETY: plain-old-data struct; all-zero is its memset state in multifactor.
+            unsafe { ptr::write_bytes(f as *mut JobFactors, 0, 1) };
+        }
+    }
+
+    /// Stores weighted factors in `prio_factors` (what sprio shows).
+    pub fn store_factors(&mut self, f: &WeightedFactors, tres_weights: Option<&[f64]>) {
+        if self.job.prio_factors.is_null() {
+            self.job.prio_factors = xcalloc(1, size_of::<JobFactors>()).cast();
+        } else {
+            self.clear_factors();
+        }
+        // SAFETY: just allocated or cleared; owned by the job.
+        let Some(pf) = (unsafe { self.job.prio_factors.as_mut() }) else {
+            return;
+        };
+        pf.priority_age = f.age;
+        pf.priority_assoc = f.assoc;
+        pf.priority_fs = f.fairshare;
+        pf.priority_js = f.job_size;
+        pf.priority_part = f.partition;
+        pf.priority_qos = f.qos;
+        pf.priority_site = f.site;
+        pf.nice = f.nice;
+        if let Some(w) = tres_weights {
+            let n = w.len();
+            pf.priority_tres = xcalloc(n, size_of::<f64>()).cast();
+            pf.tres_weights = xcalloc(n, size_of::<f64>()).cast();
+            // SAFETY: both arrays were just allocated with n doubles.
+            unsafe {
+                ptr::copy_nonoverlapping(f.tres.as_ptr(), pf.priority_tres, f.tres.len().min(n));
+            }
+            // SAFETY: as above.
+            unsafe { ptr::copy_nonoverlapping(w.as_ptr(), pf.tres_weights, n) };
+            pf.tres_cnt = n as u32;
+        }
+    }
+
+    /// Stores the per-partition/QOS array (or frees a stale one) as `_get_priority_internal`.
+    pub fn store_array(&mut self, array: Option<&[u32]>, now: i64, last_part_update: i64) {
+        #[cfg(priority_abi = "22.05")]
+        {
+            let _ = (now, last_part_update);
+            if let Some(a) = array {
+                if self.job.priority_array.is_null() {
+                    self.job.priority_array = xcalloc(a.len(), size_of::<u32>()).cast();
+                }
+                // SAFETY: allocated with list_count + 1 == a.len() entries.
+                unsafe { ptr::copy_nonoverlapping(a.as_ptr(), self.job.priority_array, a.len()) };
+            }
+        }
+        #[cfg(not(priority_abi = "22.05"))]
+        {
+            let Some(a) = array else {
+                // SAFETY: part_prio is null or xmalloc'ed and owned by the job.
+                if let Some(pp) = unsafe { self.job.part_prio.as_mut() } {
+                    xfree(&mut pp.priority_array);
+                    xfree(&mut pp.priority_array_names);
+                }
+                xfree(&mut self.job.part_prio);
+                return;
+            };
+            if self.job.part_prio.is_null() {
+                self.job.part_prio = xcalloc(1, size_of::<ffi::priority_mult_t>()).cast();
+            }
+            let parts = self.job.part_ptr_list;
+            // SAFETY: just ensured non-null; owned by the job.
+            let Some(pp) = (unsafe { self.job.part_prio.as_mut() }) else {
+                return;
+            };
+            if pp.priority_array.is_null() || pp.last_update < last_part_update {
+                xfree(&mut pp.priority_array);
+                if !parts.is_null() {
+                    xfree(&mut pp.priority_array_names);
+                    if let Some(f) = super::PART_LIST_TO_XSTR.address() {
+                        // SAFETY: `char *part_list_to_xstr(list_t *)` in slurmctld.
+                        let f: unsafe extern "C" fn(*mut ffi::xlist) -> *mut std::ffi::c_char =
+                            unsafe { std::mem::transmute(f.as_ptr()) };
+                        // SAFETY: the job's partition list, part read lock held.
+                        pp.priority_array_names = unsafe { f(parts) };
+                    }
+                }
+                pp.priority_array = xcalloc(a.len(), size_of::<u32>()).cast();
+                pp.last_update = now as ffi::time_t;
+            }
+            // SAFETY: allocated with a.len() entries (same partition × QOS lists).
+            unsafe { ptr::copy_nonoverlapping(a.as_ptr(), pp.priority_array, a.len()) };
+        }
+    }
+
+    /// Stores the result of [`gputopo_core::priority::job_priority`].
+    pub fn store(
+        &mut self,
+        p: &JobPriority,
+        tres_weights: Option<&[f64]>,
+        now: i64,
+        last_part_update: i64,
+    ) {
+        self.store_factors(&p.factors, tres_weights);
+        self.store_array(p.array.as_deref(), now, last_part_update);
+    }
+
+    /// Sets `job_ptr->priority`.
+    pub fn set_priority(&mut self, p: u32) {
+        self.job.priority = p;
+    }
+
+    /// Releases this job's unused `grp_used_tres_run_secs` from its QOS and association chain
+    /// (priority/basic's `priority_p_job_end`). Caller holds the job write lock; this takes the
+    /// assoc_mgr QOS and association write locks.
+    pub fn release_tres_run_secs(&mut self, tres_cnt: usize) {
+        let secs = u64::from(self.job.time_limit) * 60;
+        let unused: Vec<u64> = (0..tres_cnt)
+            .map(|i| {
+                self.tres_alloc(i, tres_cnt)
+                    .map_or(0, |v| v.wrapping_mul(secs))
+            })
+            .collect();
+        let _locks = super::AssocLock::acquire(true, true);
+        let release = |arr: *mut u64| {
+            if arr.is_null() {
+                return;
+            }
+            for (i, u) in unused.iter().enumerate() {
+                // SAFETY: grp_used_tres_run_secs has g_tres_count >= slurmctld_tres_cnt entries;
+                // assoc_mgr write locks held.
+                unsafe {
+                    let slot = arr.add(i);
+                    slot.write(slot.read().saturating_sub(*u));
+                }
+            }
+        };
+        // SAFETY: qos/assoc records and their usage live as long as the assoc_mgr lists (locked).
+        if let Some(q) = unsafe { self.job.qos_ptr.as_ref() } {
+            // SAFETY: as above.
+            if let Some(u) = unsafe { q.usage.as_ref() } {
+                release(u.grp_used_tres_run_secs);
+            }
+        }
+        let mut assoc = self.job.assoc_ptr;
+        // SAFETY: parent chain of live associations, ending in NULL at root.
+        while let Some(a) = unsafe { assoc.as_ref() } {
+            // SAFETY: as above.
+            let Some(u) = (unsafe { a.usage.as_ref() }) else {
+                break;
+            };
+            release(u.grp_used_tres_run_secs);
+            assoc = u.parent_assoc_ptr;
+        }
+    }
+}
+
+fn u64_array(p: *const u64, n: usize) -> Option<Vec<u64>> {
+    // SAFETY: Slurm's TRES arrays have slurmctld_tres_cnt entries.
+    (!p.is_null() && n > 0).then(|| unsafe { std::slice::from_raw_parts(p, n) }.to_vec())
+}
+
+fn partition(p: &ffi::part_record_t, tres_cnt: usize) -> PartitionInput {
+    PartitionInput {
+        priority_job_factor: p.priority_job_factor,
+        norm_priority: p.norm_priority,
+        max_time_mins: p.max_time,
+        tres_cnt: u64_array(p.tres_cnt, tres_cnt),
+    }
+}
+
+fn qos(q: &ffi::slurmdb_qos_rec_t) -> QosInput {
+    QosInput {
+        priority: q.priority,
+        // SAFETY: QOS usage is allocated with the record.
+        norm_priority: unsafe { q.usage.as_ref() }.map_or(0.0, |u| u.norm_priority),
+    }
+}
+
+/// Every record of slurmctld's `job_list`, as raw pointers (so records can be mutated without
+/// going through a shared reference). Empty outside slurmctld.
+///
+/// # Safety
+/// The caller holds the slurmctld job lock (write for mutation) until it has used the pointers.
+pub unsafe fn job_list() -> Vec<*mut ffi::job_record_t> {
+    let list = crate::slurm::ctld::JOB_LIST
+        .address()
+        .map_or(ptr::null_mut(), |p| {
+            // SAFETY: `list_t *job_list` in slurmctld.
+            unsafe { p.cast::<*mut ffi::xlist>().as_ptr().read() }
+        });
+    let mut out = Vec::new();
+    if list.is_null() {
+        return out;
+    }
+    // SAFETY: live list (job lock held); destroyed below.
+    let it = unsafe { ffi::slurm_list_iterator_create(list) };
+    if it.is_null() {
+        return out;
+    }
+    loop {
+        // SAFETY: live iterator.
+        let e = unsafe { ffi::slurm_list_next(it) };
+        if e.is_null() {
+            break;
+        }
+        out.push(e.cast());
+    }
+    // SAFETY: created above, destroyed once.
+    unsafe { ffi::slurm_list_iterator_destroy(it) };
+    out
+}

@@ -1,0 +1,347 @@
+//! The Slurm side of `priority/gputopo`: everything that touches slurmctld memory for priorities.
+//!
+//! - this file: `slurm_conf` → [`PriorityConfig`], slurmctld-only globals and locks (resolved
+//!   through [`crate::slurm::ctld`]), assoc_mgr locks, the `long double` shim.
+//! - [`job`]: reading a `job_record_t` into the core's [`JobInput`](gputopo_core::priority::JobInput)
+//!   and writing priority, factors and the per-partition/QOS array back (xmalloc'ed).
+//! - [`sprio`]: building the `priority_factors_object_t` list `sprio` receives.
+//!
+//! Lock discipline: only the priority recalculation thread (`src/plugin/priority/recalc.rs`) and
+//! `priority_p_recover`/22.05's factor list call [`CtldLock::acquire`]; entry points that Slurm
+//! calls with locks held (`priority_p_set`, `priority_p_job_end`, 24.11's factor list) never do.
+
+pub mod job;
+pub mod sprio;
+
+use std::ffi::{CStr, c_char, c_int};
+
+use gputopo_core::priority::{Flags, PriorityConfig, Release, Weights};
+
+use crate::ffi;
+
+crate::ctld_symbol!(
+    /// `uint32_t cluster_cpus` (slurmctld controller.c).
+    pub CLUSTER_CPUS = "cluster_cpus"
+);
+crate::ctld_symbol!(
+    /// `int slurmctld_tres_cnt` (slurmctld).
+    pub SLURMCTLD_TRES_CNT = "slurmctld_tres_cnt"
+);
+crate::ctld_symbol!(
+    /// `time_t last_job_update` (slurmctld job_mgr.c).
+    pub LAST_JOB_UPDATE = "last_job_update"
+);
+crate::ctld_symbol!(
+    /// `time_t last_part_update` (slurmctld partition_mgr.c).
+    pub LAST_PART_UPDATE = "last_part_update"
+);
+crate::ctld_symbol!(
+    /// `void lock_slurmctld(slurmctld_lock_t)` (slurmctld locks.c).
+    pub LOCK_SLURMCTLD = "lock_slurmctld"
+);
+crate::ctld_symbol!(
+    /// `void unlock_slurmctld(slurmctld_lock_t)`.
+    pub UNLOCK_SLURMCTLD = "unlock_slurmctld"
+);
+crate::ctld_symbol!(
+    /// `bool validate_operator(uid_t)` (slurmctld proc_req.c).
+    pub VALIDATE_OPERATOR = "validate_operator"
+);
+crate::ctld_symbol!(
+    /// `char *part_list_to_xstr(list_t *)` (slurmctld partition_mgr.c, 23.02+).
+    pub PART_LIST_TO_XSTR = "part_list_to_xstr"
+);
+
+unsafe extern "C" {
+    /// slurm-headers/priority_shim.c: `(double) *p` for a `long double *`.
+    fn gputopo_ld_get(p: *const u128) -> f64;
+    /// slurm-headers/priority_shim.c: `*p = v` for a `long double *`.
+    fn gputopo_ld_set(p: *mut u128, v: f64);
+    /// slurm-headers/priority_shim.c: FairShareDampeningFactor for `priority_p_calc_fs_factor`.
+    static mut gputopo_priority_damp_factor: u16;
+}
+
+/// Reads a `long double` field (bindgen gives it as `u128` storage).
+///
+/// # Safety
+/// `p` points to a live `long double` (16-byte x87 storage) that nobody writes concurrently.
+pub unsafe fn long_double_get(p: *const u128) -> f64 {
+    // SAFETY: caller contract; the shim only loads the value.
+    unsafe { gputopo_ld_get(p) }
+}
+
+/// Writes a `long double` field.
+///
+/// # Safety
+/// `p` points to a live `long double` the caller may write (assoc_mgr write lock held).
+pub unsafe fn long_double_set(p: *mut u128, v: f64) {
+    // SAFETY: caller contract.
+    unsafe { gputopo_ld_set(p, v) }
+}
+
+fn conf() -> &'static ffi::slurm_conf_t {
+    // SAFETY: libslurmfull's global, initialised before plugins load; we only read fields, and
+    // slurmctld replaces them only under the config write lock during reconfigure, after which
+    // it calls priority_p_reconfig (so a stale read is corrected at the next snapshot).
+    unsafe { &*std::ptr::addr_of!(ffi::slurm_conf) }
+}
+
+/// Number of TRES slurmctld tracks (`slurmctld_tres_cnt`), 0 outside slurmctld.
+pub fn tres_count() -> usize {
+    SLURMCTLD_TRES_CNT.address().map_or(0, |p| {
+        // SAFETY: the slurmctld global `int slurmctld_tres_cnt`, set at startup/reconfigure.
+        let n = unsafe { p.cast::<c_int>().as_ptr().read() };
+        usize::try_from(n).unwrap_or(0)
+    })
+}
+
+/// `cluster_cpus` and the node count multifactor uses (22.05: `node_record_count`; 23.11+:
+/// `active_node_record_count`).
+pub fn cluster() -> gputopo_core::priority::ClusterInput {
+    let cpus = CLUSTER_CPUS.address().map_or(0, |p| {
+        // SAFETY: the slurmctld global `uint32_t cluster_cpus`.
+        unsafe { p.cast::<u32>().as_ptr().read() }
+    });
+    #[cfg(priority_abi = "22.05")]
+    // SAFETY: libslurmfull global `int node_record_count`, read under the node read lock.
+    let nodes = unsafe { std::ptr::addr_of!(ffi::node_record_count).read() };
+    #[cfg(not(priority_abi = "22.05"))]
+    // SAFETY: libslurmfull global `int active_node_record_count`, read under the node read lock.
+    let nodes = unsafe { std::ptr::addr_of!(ffi::active_node_record_count).read() };
+    gputopo_core::priority::ClusterInput { cpus, nodes }
+}
+
+/// True when slurmctld talks to slurmdbd (multifactor's condition for age and fair share).
+pub fn with_slurmdbd() -> bool {
+    // SAFETY: libslurmfull function without preconditions.
+    unsafe { ffi::slurm_with_slurmdbd() }
+}
+
+/// The release whose multifactor this build reproduces.
+pub const RELEASE: Release = if cfg!(priority_abi = "22.05") {
+    Release::V22_05
+} else {
+    Release::V24_11
+};
+
+/// Snapshot of the priority keys of `slurm_conf` (multifactor's `_internal_setup`).
+pub fn priority_config() -> PriorityConfig {
+    let c = conf();
+    let tres_cnt = tres_count();
+    let tres_weights = if c.priority_weight_tres.is_null() || tres_cnt == 0 {
+        None
+    } else {
+        // SAFETY: a NUL-terminated slurm_conf string and the TRES count; `fail = false` makes
+        // Slurm log bad input instead of calling fatal(). The array is xmalloc'ed for us.
+        let arr = unsafe {
+            ffi::slurm_get_tres_weight_array(c.priority_weight_tres, tres_cnt as c_int, false)
+        };
+        if arr.is_null() {
+            None
+        } else {
+            // SAFETY: Slurm allocated `tres_cnt` doubles.
+            let v = unsafe { std::slice::from_raw_parts(arr, tres_cnt) }.to_vec();
+            let mut p = arr.cast::<std::ffi::c_void>();
+            // SAFETY: xmalloc'ed by Slurm, freed once here.
+            unsafe { ffi::slurm_xfree(&mut p) };
+            Some(v)
+        }
+    };
+    // SAFETY: the shim's global is only written here (reconfigure is serialised by slurmctld).
+    unsafe {
+        std::ptr::addr_of_mut!(gputopo_priority_damp_factor).write(c.fs_dampening_factor.max(1))
+    };
+    PriorityConfig {
+        release: RELEASE,
+        weights: Weights {
+            age: c.priority_weight_age,
+            assoc: c.priority_weight_assoc,
+            fairshare: c.priority_weight_fs,
+            job_size: c.priority_weight_js,
+            partition: c.priority_weight_part,
+            qos: c.priority_weight_qos,
+        },
+        tres_weights,
+        max_age_secs: c.priority_max_age,
+        favor_small: c.priority_favor_small != 0,
+        flags: Flags(u32::from(c.priority_flags)),
+        damp_factor: c.fs_dampening_factor.max(1),
+    }
+}
+
+/// `PriorityCalcPeriod` in seconds (at least 1), `PriorityDecayHalfLife` in seconds.
+pub fn periods() -> (u32, u32) {
+    let c = conf();
+    (c.priority_calc_period.max(1), c.priority_decay_hl)
+}
+
+/// `StateSaveLocation`.
+pub fn state_save_location() -> Option<std::path::PathBuf> {
+    let p = conf().state_save_location;
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: NUL-terminated slurm_conf string.
+    Some(std::path::PathBuf::from(
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned(),
+    ))
+}
+
+/// True when `PrivateData=jobs`.
+pub fn private_jobs() -> bool {
+    conf().private_data & 1 != 0 // PRIVATE_DATA_JOBS = SLURM_BIT(0) in slurm.h
+}
+
+/// `AccountingStorageEnforce` includes `limits`.
+pub fn enforce_limits() -> bool {
+    conf().accounting_storage_enforce & (1 << 1) != 0 // ACCOUNTING_ENFORCE_LIMITS = SLURM_BIT(1), read_config.h
+}
+
+/// Sets `last_job_update = now` (the scheduler re-sorts its queue when it changes).
+pub fn touch_last_job_update(now: i64) {
+    if let Some(p) = LAST_JOB_UPDATE.address() {
+        // SAFETY: slurmctld's `time_t last_job_update`; written with the job write lock held
+        // (caller), as multifactor does.
+        unsafe { p.cast::<ffi::time_t>().as_ptr().write(now) };
+    }
+}
+
+/// `last_part_update` (0 outside slurmctld).
+pub fn last_part_update() -> i64 {
+    LAST_PART_UPDATE.address().map_or(0, |p| {
+        // SAFETY: slurmctld's `time_t last_part_update`, read under the partition read lock.
+        unsafe { p.cast::<ffi::time_t>().as_ptr().read() }
+    })
+}
+
+/// Whether `uid` is an operator (`validate_operator`); false if unresolvable.
+pub fn is_operator(uid: u32) -> bool {
+    VALIDATE_OPERATOR.address().is_some_and(|p| {
+        // SAFETY: `bool validate_operator(uid_t)` in slurmctld.
+        let f: unsafe extern "C" fn(u32) -> bool = unsafe { std::mem::transmute(p.as_ptr()) };
+        // SAFETY: plain function taking a uid; it takes the assoc read lock itself.
+        unsafe { f(uid) }
+    })
+}
+
+/// `slurmctld_lock_t` levels for the recalculation: job write, node read, partition read.
+#[derive(Debug, Clone, Copy)]
+pub enum CtldLocks {
+    /// `{ .job = WRITE, .node = READ, .part = READ }` (multifactor's `job_write_lock`).
+    JobWriteNodePartRead,
+    /// `{ .job = READ, .node = READ, .part = READ }` (22.05 factor list).
+    JobNodePartRead,
+}
+
+/// An acquired slurmctld lock set; released on drop.
+#[derive(Debug)]
+pub struct CtldLock {
+    levels: ffi::slurmctld_lock_t,
+    unlock: unsafe extern "C" fn(ffi::slurmctld_lock_t),
+}
+
+impl CtldLock {
+    /// Takes the slurmctld locks; `None` outside slurmctld.
+    pub fn acquire(which: CtldLocks) -> Option<CtldLock> {
+        let (r, w, n) = (
+            ffi::lock_level_t_READ_LOCK,
+            ffi::lock_level_t_WRITE_LOCK,
+            ffi::lock_level_t_NO_LOCK,
+        );
+        let levels = match which {
+            CtldLocks::JobWriteNodePartRead => ffi::slurmctld_lock_t {
+                conf: n,
+                job: w,
+                node: r,
+                part: r,
+                fed: n,
+            },
+            CtldLocks::JobNodePartRead => ffi::slurmctld_lock_t {
+                conf: n,
+                job: r,
+                node: r,
+                part: r,
+                fed: n,
+            },
+        };
+        let (lock, unlock) = (LOCK_SLURMCTLD.address()?, UNLOCK_SLURMCTLD.address()?);
+        // SAFETY: both are `void f(slurmctld_lock_t)` in slurmctld (src/slurmctld/locks.h).
+        let lock: unsafe extern "C" fn(ffi::slurmctld_lock_t) =
+            unsafe { std::mem::transmute(lock.as_ptr()) };
+        // SAFETY: as above.
+        let unlock: unsafe extern "C" fn(ffi::slurmctld_lock_t) =
+            unsafe { std::mem::transmute(unlock.as_ptr()) };
+        // SAFETY: the struct is passed by value as slurmctld expects; released in Drop.
+        unsafe { lock(levels) };
+        Some(CtldLock { levels, unlock })
+    }
+}
+
+impl Drop for CtldLock {
+    fn drop(&mut self) {
+        // SAFETY: releases exactly the locks `acquire` took.
+        unsafe { (self.unlock)(self.levels) };
+    }
+}
+
+/// An assoc_mgr lock set; released on drop.
+#[derive(Debug)]
+pub struct AssocLock(ffi::assoc_mgr_lock_t);
+
+impl AssocLock {
+    /// Takes assoc_mgr locks: `assoc`/`qos` at the given levels (others none).
+    pub fn acquire(assoc_write: bool, qos_write: bool) -> AssocLock {
+        let lvl = |w: bool| {
+            if w {
+                ffi::lock_level_t_WRITE_LOCK
+            } else {
+                ffi::lock_level_t_READ_LOCK
+            }
+        };
+        let n = ffi::lock_level_t_NO_LOCK;
+        let mut l = ffi::assoc_mgr_lock_t {
+            assoc: lvl(assoc_write),
+            file: n,
+            qos: lvl(qos_write),
+            res: n,
+            tres: ffi::lock_level_t_READ_LOCK,
+            user: n,
+            wckey: n,
+        };
+        // SAFETY: libslurmfull's assoc_mgr_lock with a valid lock-set struct.
+        unsafe { ffi::assoc_mgr_lock(&mut l) };
+        AssocLock(l)
+    }
+}
+
+impl Drop for AssocLock {
+    fn drop(&mut self) {
+        // SAFETY: releases the locks taken in `acquire`.
+        unsafe { ffi::assoc_mgr_unlock(&mut self.0) };
+    }
+}
+
+/// Index of `gres/gpu` in slurmctld's TRES arrays (`assoc_mgr_tres_name_array`), if tracked.
+pub fn gpu_tres_index() -> Option<usize> {
+    let n = tres_count();
+    // SAFETY: libslurmfull global; caller holds (or does not need) the TRES read lock: the
+    // array is only replaced on TRES changes, which slurmctld does under its write locks.
+    let names = unsafe { std::ptr::addr_of!(ffi::assoc_mgr_tres_name_array).read() };
+    if names.is_null() {
+        return None;
+    }
+    (0..n).find(|&i| {
+        // SAFETY: `names` has at least slurmctld_tres_cnt entries.
+        let p: *mut c_char = unsafe { names.add(i).read() };
+        // SAFETY: entries are NUL-terminated strings or NULL.
+        !p.is_null() && unsafe { CStr::from_ptr(p) }.to_bytes() == b"gres/gpu"
+    })
+}
+
+/// True when slurm.conf says `PriorityType=priority/gputopo` (the role must stay idle when the
+/// same `.so` is only loaded as `select/gputopo`).
+pub fn priority_type_is_gputopo() -> bool {
+    let p = conf().priority_type;
+    // SAFETY: NUL-terminated slurm_conf string (or NULL).
+    !p.is_null() && unsafe { CStr::from_ptr(p) }.to_bytes() == b"priority/gputopo"
+}
