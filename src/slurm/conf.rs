@@ -1,29 +1,44 @@
 //! Read-only access to libslurmfull's `slurm_conf` (the parsed slurm.conf of this process).
 //!
-//! Only what gputopo needs: `PluginDir` (to find the stock plugins) and the process role.
+//! Only what gputopo needs: `PluginDir` (to find the stock plugins), the process role, the
+//! slurm.conf path and `DebugFlags`.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, c_char};
 use std::path::PathBuf;
 
 use crate::ffi;
 
-/// `PluginDir` entries (`:`-separated in slurm.conf), in search order; empty when unset.
-pub fn plugin_dirs() -> Vec<PathBuf> {
-    // SAFETY: slurm_conf is libslurmfull's global, initialised before any plugin is loaded;
-    // we only copy one pointer field out of it (no reference to the static is formed).
-    let raw = unsafe { std::ptr::addr_of!(ffi::slurm_conf.plugindir).read() };
+/// libslurmfull's `slurm_conf` global (taking its address needs no `unsafe`).
+fn global() -> *const ffi::slurm_conf_t {
+    &raw const ffi::slurm_conf
+}
+
+/// Copies one C string field of `slurm_conf`; NULL or empty becomes `None`.
+fn string_field(raw: *const c_char) -> Option<String> {
     if raw.is_null() {
-        return Vec::new();
+        return None;
     }
-    // SAFETY: plugindir is a NUL-terminated xstrdup'ed string owned by slurm_conf; it is only
-    // replaced under reconfigure, which does not run concurrently with plugin init.
-    let dirs = unsafe { CStr::from_ptr(raw) }
+    // SAFETY: string fields of slurm_conf are NUL-terminated xstrdup'ed strings owned by
+    // slurm_conf; they are replaced only by a reconfigure, which does not run concurrently with
+    // plugin init or select calls.
+    let text = unsafe { CStr::from_ptr(raw) }
         .to_string_lossy()
         .into_owned();
-    dirs.split(':')
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .collect()
+    (!text.is_empty()).then_some(text)
+}
+
+/// `PluginDir` entries (`:`-separated in slurm.conf), in search order; empty when unset.
+pub fn plugin_dirs() -> Vec<PathBuf> {
+    // SAFETY: slurm_conf is initialised before any plugin is loaded; one field is copied out.
+    let raw = unsafe { (*global()).plugindir };
+    string_field(raw)
+        .map(|dirs| {
+            dirs.split(':')
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// True inside slurmctld (false in slurmd, slurmstepd, clients such as sinfo or sshare).
@@ -36,16 +51,8 @@ pub fn in_slurmctld() -> bool {
 /// gputopo.conf lives next to it.
 pub fn slurm_conf_path() -> Option<PathBuf> {
     // SAFETY: one pointer field copied out of libslurmfull's initialised global.
-    let raw = unsafe { std::ptr::addr_of!(ffi::slurm_conf.slurm_conf).read() };
-    if raw.is_null() {
-        return None;
-    }
-    // SAFETY: NUL-terminated string owned by slurm_conf (replaced only by a reconfigure,
-    // which does not run concurrently with select calls).
-    let path = unsafe { CStr::from_ptr(raw) }
-        .to_string_lossy()
-        .into_owned();
-    (!path.is_empty()).then(|| PathBuf::from(path))
+    let raw = unsafe { (*global()).slurm_conf };
+    string_field(raw).map(PathBuf::from)
 }
 
 /// `DEBUG_FLAG_SELECT_TYPE` and `DEBUG_FLAG_GRES` (slurm/slurm.h, bits 0 and 6 in 22.05 and
@@ -56,6 +63,6 @@ const DEBUG_SELECT_OR_GRES: u64 = (1 << 0) | (1 << 6);
 /// placement decision, as Slurm's own `log_flag()` does).
 pub fn debug_select_or_gres() -> bool {
     // SAFETY: a plain u64 read of libslurmfull's initialised global.
-    let flags = unsafe { std::ptr::addr_of!(ffi::slurm_conf.debug_flags).read() };
+    let flags = unsafe { (*global()).debug_flags };
     flags & DEBUG_SELECT_OR_GRES != 0
 }
