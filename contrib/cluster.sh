@@ -10,6 +10,7 @@
 #                         [--health-program PATH --health-interval SECONDS] [--debug]
 #   contrib/cluster.sh down [--dir DIR]
 #   contrib/cluster.sh env  [--dir DIR]     # prints: export SLURM_CONF=... PATH=...
+#   contrib/cluster.sh restart [--dir DIR] slurmctld|nX   # restart one daemon, jobs keep running
 #
 # DIR (default /tmp/gputopo-cluster) holds everything of one cluster: etc/ (slurm.conf,
 # gres.conf, gputopo.conf), dev/, state/, spool/, log/, plugins/ and cluster.env. Ports are
@@ -43,7 +44,8 @@ release_paths() { # sets BIN SBIN PLUGINS for $release
 }
 
 # --- processes -----------------------------------------------------------------------------
-alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
+# Running and not a zombie (PID 1 here may not reap orphans, so kill -0 is not enough).
+alive() { [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ] && ! awk '{ exit !($3 == "Z") }' "/proc/$1/stat" 2>/dev/null; }
 pidfile_pid() { [ -s "$1" ] && tr -dc 0-9 < "$1" || true; }
 
 # Processes belonging to cluster $dir: its daemons and slurmstepd (SLURM_CONF=$dir/etc/slurm.conf
@@ -77,7 +79,7 @@ start_munged() {
   if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then return; fi
   [ -s /etc/munge/munge.key ] || { mungekey --create --keyfile=/etc/munge/munge.key; chown munge:munge /etc/munge/munge.key; chmod 600 /etc/munge/munge.key; }
   install -d -o munge -g munge -m 755 /run/munge
-  runuser -u munge -- env -u SLURM_CONF /usr/sbin/munged || die "munged did not start"
+  runuser -u munge -- env -u SLURM_CONF /usr/sbin/munged 7>&- || die "munged did not start"
   local i
   for i in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && return; sleep 0.1; done
   die "munged runs but munge -n | unmunge fails"
@@ -122,6 +124,36 @@ cmd_down() {
   [ -z "$pids" ] || die "processes of $dir survived SIGKILL: $pids"
   rm -f "$dir/cluster.env"
   log "cluster in $dir is down"
+}
+
+# --- restart -------------------------------------------------------------------------------
+# Stops one daemon of a running cluster (SIGTERM, bounded wait, then SIGKILL) and starts it
+# again with the same configuration; running jobs keep running (their slurmstepd stay).
+cmd_restart() {
+  [ -f "$dir/cluster.env" ] || die "no cluster in $dir"
+  # shellcheck disable=SC1091
+  . "$dir/cluster.env"
+  export SLURM_CONF PATH="$GPUTOPO_SLURM_BIN:$GPUTOPO_SLURM_SBIN:$PATH"
+  local what=${restart_what:-} pidf pid i
+  case $what in
+    slurmctld) pidf=$dir/slurmctld.pid ;;
+    n[0-9]*) pidf=$dir/slurmd-$what.pid ;;
+    *) die "restart needs slurmctld or a node name (n1..n$GPUTOPO_CLUSTER_NODES)" ;;
+  esac
+  pid=$(pidfile_pid "$pidf")
+  if alive "$pid"; then
+    kill -TERM "$pid"
+    for i in $(seq 300); do alive "$pid" || break; sleep 0.1; done
+    if alive "$pid"; then log "$what did not stop within 30 s; SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; sleep 0.2; fi
+  fi
+  if [ "$what" = slurmctld ]; then
+    "$GPUTOPO_SLURM_SBIN/slurmctld" -f "$SLURM_CONF" || die "slurmctld did not start; see $dir/log/slurmctld.log"
+    for i in $(seq 300); do timeout 5 scontrol ping 2>/dev/null | grep -q UP && break; sleep 0.1; done
+    timeout 5 scontrol ping 2>/dev/null | grep -q UP || die "slurmctld does not answer 30 s after restart"
+  else
+    "$GPUTOPO_SLURM_SBIN/slurmd" -f "$SLURM_CONF" -N "$what" || die "slurmd -N $what did not start"
+  fi
+  log "restarted $what"
 }
 
 # --- env -----------------------------------------------------------------------------------
@@ -305,14 +337,15 @@ GPUTOPO_CLUSTER_PORT=$port_base
 EOE
   start_munged
   export SLURM_CONF=$dir/etc/slurm.conf PATH="$BIN:$SBIN:$PATH"
-  "$SBIN/slurmctld" -f "$SLURM_CONF" || fail_up "slurmctld did not start"
+  # (7>&-: the daemons must not inherit the bring-up lock)
+  "$SBIN/slurmctld" -f "$SLURM_CONF" 7>&- || fail_up "slurmctld did not start"
   for i in $(seq 300); do
     timeout 5 scontrol ping 2>/dev/null | grep -q 'UP' && break
     sleep 0.1
   done
   timeout 5 scontrol ping 2>/dev/null | grep -q 'UP' || fail_up "slurmctld does not answer after 30 s"
   for i in $(seq "$nodes"); do
-    "$SBIN/slurmd" -f "$SLURM_CONF" -N "n$i" || fail_up "slurmd -N n$i did not start"
+    "$SBIN/slurmd" -f "$SLURM_CONF" -N "n$i" 7>&- || fail_up "slurmd -N n$i did not start"
   done
   local idle=0
   for i in $(seq 600); do
@@ -329,7 +362,7 @@ EOE
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 dir=${GPUTOPO_CLUSTER_DIR:-/tmp/gputopo-cluster}
-release= nodes=1 topo_arg= select=gputopo priority=basic extra_conf= gputopo_conf=
+restart_what= release= nodes=1 topo_arg= select=gputopo priority=basic extra_conf= gputopo_conf=
 health_program= health_interval=60 ctld_debug=info
 while [ $# -gt 0 ]; do
   case $1 in
@@ -344,7 +377,8 @@ while [ $# -gt 0 ]; do
     --health-program) health_program=$2; shift 2 ;;
     --health-interval) health_interval=$2; shift 2 ;;
     --debug) ctld_debug=debug; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    slurmctld|n[0-9]*) restart_what=$1; shift ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -354,5 +388,6 @@ case $cmd in
   up) cmd_up ;;
   down) cmd_down ;;
   env) cmd_env ;;
-  *) die "usage: cluster.sh up|down|env [options] (see --help)" ;;
+  restart) cmd_restart ;;
+  *) die "usage: cluster.sh up|down|env|restart [options] (see --help)" ;;
 esac

@@ -1,1 +1,535 @@
-//! harness end-to-end tests (to be written).
+//! The Rust side of the local-cluster harness: every end-to-end test starts a real Slurm
+//! cluster through `contrib/cluster.sh` with [`Cluster::up`] and talks to it through the real
+//! Slurm commands, so no test duplicates how a cluster is set up or torn down.
+//!
+//! ```ignore
+//! #[test]
+//! #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+//! fn two_gpus() {
+//!     if !e2e_enabled() { return; }
+//!     let c = Cluster::up(Opts { nodes: 2, ..Opts::default() });
+//!     let job = c.sbatch(&["--gres=gpu:2", "--wrap", "sleep 60"]);
+//!     c.wait_state(job, "RUNNING", WAIT);
+//!     assert_eq!(c.gres_idx(job)[0].1.len(), 2);
+//! }   // Drop: contrib/cluster.sh down (no job processes left behind)
+//! ```
+//!
+//! Environment: `GPUTOPO_E2E=1` enables the tests (they are also `#[ignore]`d);
+//! `GPUTOPO_SLURM_RELEASE` (default 22.05.8) and `GPUTOPO_SELECT` (default `gputopo`;
+//! `cons_tres` runs the same tests on stock Slurm) choose the cluster; `GPUTOPO_PLUGIN_SO`
+//! names the built plugin (else cluster.sh runs contrib/build-plugin.sh); `GPUTOPO_BIN` the
+//! `gputopo` command (else it is looked up next to this test binary's target directory).
+//! One cluster runs at a time per test process (a global lock, held by [`Cluster`]), so the
+//! tests need no `--test-threads=1`; the cluster directory is derived from the target
+//! directory, so checkouts with their own `CARGO_TARGET_DIR` do not collide.
+//! All waits are bounded polls; a timeout panics with what the cluster showed last.
+
+#![allow(dead_code)] // a shared API: each test module uses a different part of it
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// A generous default for waits on job states and daemons.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// Whether end-to-end tests should run (`GPUTOPO_E2E=1`); prints why not otherwise.
+pub fn e2e_enabled() -> bool {
+    let on = std::env::var("GPUTOPO_E2E").is_ok_and(|v| v == "1");
+    if !on {
+        eprintln!(
+            "skipped: set GPUTOPO_E2E=1 (as root, with Slurm installed) to run end-to-end tests"
+        );
+    }
+    on
+}
+
+/// The Slurm release tests run against (`GPUTOPO_SLURM_RELEASE`, default 22.05.8).
+pub fn release() -> String {
+    std::env::var("GPUTOPO_SLURM_RELEASE").unwrap_or_else(|_| "22.05.8".into())
+}
+
+/// The select plugin tests run with (`GPUTOPO_SELECT`: `gputopo` (default) or `cons_tres`).
+pub fn select() -> String {
+    std::env::var("GPUTOPO_SELECT").unwrap_or_else(|_| "gputopo".into())
+}
+
+/// What cluster to start. `Opts::default()` is one DGX-1V node with the release and select
+/// plugin chosen by the environment.
+#[derive(Debug, Clone)]
+pub struct Opts {
+    /// Slurm release: "22.05.8" or "24.11.5".
+    pub release: String,
+    /// Number of emulated nodes n1..nN.
+    pub nodes: u32,
+    /// Topology name in contrib/topologies/ (e.g. "dgx1v", "hgx-h100") or a file path.
+    pub topology: String,
+    /// "gputopo" or "cons_tres".
+    pub select: String,
+    /// "basic", "multifactor" or "gputopo".
+    pub priority: String,
+    /// slurm.conf lines; each replaces a generated line with the same key.
+    pub extra_conf: Option<String>,
+    /// Content of gputopo.conf (next to slurm.conf).
+    pub gputopo_conf: Option<String>,
+    /// HealthCheckProgram and its interval in seconds.
+    pub health_program: Option<PathBuf>,
+    pub health_interval: u32,
+    /// SlurmctldDebug=debug (the plugin's per-call lines are at debug level).
+    pub debug: bool,
+}
+
+impl Default for Opts {
+    fn default() -> Self {
+        Opts {
+            release: release(),
+            nodes: 1,
+            topology: "dgx1v".into(),
+            select: select(),
+            priority: "basic".into(),
+            extra_conf: None,
+            gputopo_conf: None,
+            health_program: None,
+            health_interval: 60,
+            debug: false,
+        }
+    }
+}
+
+static ONE_CLUSTER: Mutex<()> = Mutex::new(());
+
+/// A running cluster; dropping it tears it down (`contrib/cluster.sh down`).
+pub struct Cluster {
+    pub opts: Opts,
+    dir: PathBuf,
+    conf: PathBuf,
+    path: String,
+    _one: MutexGuard<'static, ()>,
+}
+
+/// The repository root (where Cargo.toml of the root package is).
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// This test binary's cargo target directory (…/target/<profile>/deps/main-… → …/target).
+pub fn target_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.parent()?.to_path_buf())
+}
+
+/// The `gputopo` command: `GPUTOPO_BIN`, else target/{release,debug}/gputopo.
+pub fn gputopo_bin() -> PathBuf {
+    if let Ok(b) = std::env::var("GPUTOPO_BIN") {
+        return b.into();
+    }
+    let t = target_dir().expect("cannot locate the target directory");
+    ["release", "debug"]
+        .iter()
+        .map(|p| t.join(p).join("gputopo"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "no gputopo command under {}: run `cargo build --release -p gputopo-agent` or set GPUTOPO_BIN",
+                t.display()
+            )
+        })
+}
+
+impl Cluster {
+    /// Starts a cluster (tearing down a leftover one in the same directory) and waits until
+    /// every node is idle. Panics with cluster.sh's error (log tails included) on failure.
+    pub fn up(opts: Opts) -> Cluster {
+        let one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = std::env::var("GPUTOPO_E2E_DIR").map_or_else(
+            |_| {
+                let mut h = DefaultHasher::new();
+                target_dir().hash(&mut h);
+                PathBuf::from(format!("/tmp/gputopo-e2e-{:08x}", h.finish() as u32))
+            },
+            PathBuf::from,
+        );
+        std::fs::create_dir_all(&dir).expect("create the cluster directory");
+        let mut args: Vec<String> = vec![
+            "up".into(),
+            "--release".into(),
+            opts.release.clone(),
+            "--nodes".into(),
+            opts.nodes.to_string(),
+            "--topology".into(),
+            opts.topology.clone(),
+            "--select".into(),
+            opts.select.clone(),
+            "--priority".into(),
+            opts.priority.clone(),
+            "--dir".into(),
+            dir.display().to_string(),
+        ];
+        let mut file_arg = |flag: &str, name: &str, text: &Option<String>| {
+            if let Some(text) = text {
+                let f = dir.join(name);
+                std::fs::write(&f, text).expect("write a config file for cluster.sh");
+                args.push(flag.into());
+                args.push(f.display().to_string());
+            }
+        };
+        file_arg("--extra-conf", "extra.conf", &opts.extra_conf);
+        file_arg("--gputopo-conf", "gputopo.conf.in", &opts.gputopo_conf);
+        if let Some(p) = &opts.health_program {
+            args.extend([
+                "--health-program".into(),
+                p.display().to_string(),
+                "--health-interval".into(),
+                opts.health_interval.to_string(),
+            ]);
+        }
+        if opts.debug {
+            args.push("--debug".into());
+        }
+        let out = Command::new(repo().join("contrib/cluster.sh"))
+            .args(&args)
+            .env("GPUTOPO_BIN", gputopo_bin())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run contrib/cluster.sh");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "contrib/cluster.sh {} failed:\n{stderr}",
+            args.join(" ")
+        );
+        eprint!("{stderr}");
+        let env = std::fs::read_to_string(dir.join("cluster.env")).expect("read cluster.env");
+        let get = |k: &str| {
+            env.lines()
+                .find_map(|l| l.strip_prefix(&format!("{k}=")))
+                .unwrap_or_else(|| panic!("{k} missing in cluster.env"))
+                .to_string()
+        };
+        let path = format!(
+            "{}:{}:{}",
+            get("GPUTOPO_SLURM_BIN"),
+            get("GPUTOPO_SLURM_SBIN"),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let conf = PathBuf::from(get("SLURM_CONF"));
+        std::fs::create_dir_all(dir.join("jobs")).expect("create the jobs directory");
+        Cluster {
+            opts,
+            dir,
+            conf,
+            path,
+            _one: one,
+        }
+    }
+
+    /// The cluster directory (etc/, log/, state/, jobs/ ...).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The directory of slurm.conf, gres.conf and gputopo.conf.
+    pub fn etc(&self) -> PathBuf {
+        self.dir.join("etc")
+    }
+
+    /// Node names n1..nN.
+    pub fn nodes(&self) -> Vec<String> {
+        (1..=self.opts.nodes).map(|i| format!("n{i}")).collect()
+    }
+
+    /// A command with this cluster's SLURM_CONF and the release's binaries first on PATH.
+    pub fn cmd(&self, program: &str) -> Command {
+        let mut c = Command::new(program);
+        c.env("SLURM_CONF", &self.conf)
+            .env("PATH", &self.path)
+            .current_dir(self.dir.join("jobs"))
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs `program args` with the cluster environment and returns its output, whatever
+    /// the exit status.
+    pub fn run(&self, program: &str, args: &[&str]) -> Output {
+        self.cmd(program)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {program}: {e}"))
+    }
+
+    /// Runs `program args`, asserts success, and returns stdout.
+    pub fn ok(&self, program: &str, args: &[&str]) -> String {
+        let out = self.run(program, args);
+        assert!(
+            out.status.success(),
+            "{program} {args:?} failed ({}):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `sbatch --parsable args` (working directory and output in DIR/jobs); returns the job
+    /// id (of an array: the array's job id).
+    pub fn sbatch(&self, args: &[&str]) -> u32 {
+        let mut all = vec!["--parsable"];
+        all.extend_from_slice(args);
+        let out = self.ok("sbatch", &all);
+        let id = out.trim().split([';', '_']).next().unwrap_or("");
+        id.parse()
+            .unwrap_or_else(|_| panic!("sbatch {args:?} printed no job id: {out:?}"))
+    }
+
+    /// The batch output file of a job (`slurm-<id>.out` in DIR/jobs), empty if none yet.
+    pub fn job_output(&self, job: u32) -> String {
+        std::fs::read_to_string(self.dir.join(format!("jobs/slurm-{job}.out"))).unwrap_or_default()
+    }
+
+    /// `scontrol show job -d <job>` (one record per array task for an array).
+    pub fn show_job(&self, job: &str) -> String {
+        let out = self.run("scontrol", &["show", "job", "-d", job]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The `scontrol show job -d` record of exactly this job id (an array's other tasks,
+    /// which scontrol prints too, are left out); empty once Slurm no longer knows the job.
+    pub fn job_record(&self, job: u32) -> String {
+        let text = self.show_job(&job.to_string());
+        let head = format!("JobId={job} ");
+        text.split("\n\n")
+            .find(|r| r.trim_start().starts_with(&head))
+            .unwrap_or("")
+            .to_string()
+    }
+
+    /// The job's JobState, or None once Slurm no longer knows the job.
+    pub fn job_state(&self, job: u32) -> Option<String> {
+        field(&self.job_record(job), "JobState").map(str::to_string)
+    }
+
+    /// The job's Reason (e.g. "None", "Resources", "Priority").
+    pub fn job_reason(&self, job: u32) -> Option<String> {
+        field(&self.job_record(job), "Reason").map(str::to_string)
+    }
+
+    /// Polls until `cond` holds (every 100 ms); panics after `timeout` with `what` and the
+    /// queue as last seen.
+    pub fn wait_until(&self, what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+        let start = Instant::now();
+        loop {
+            if cond() {
+                return;
+            }
+            if start.elapsed() > timeout {
+                let q = self.run("squeue", &["-o", "%.8i %.9T %.20R %b"]);
+                panic!(
+                    "timed out after {timeout:?} waiting for {what}\nsqueue:\n{}",
+                    String::from_utf8_lossy(&q.stdout)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until the job is in `state` (e.g. "RUNNING", "COMPLETED", "PENDING").
+    pub fn wait_state(&self, job: u32, state: &str, timeout: Duration) {
+        let mut last = None;
+        self.wait_until(&format!("job {job} to be {state}"), timeout, || {
+            last = self.job_state(job);
+            last.as_deref() == Some(state)
+        });
+    }
+
+    /// The GPUs allocated to a job, per node, from `scontrol show job -d`
+    /// (`Nodes=n1 CPU_IDs=.. GRES=gpu:v100:2(IDX:0,3)`), nodes in Slurm's order.
+    pub fn gres_idx(&self, job: u32) -> Vec<(String, Vec<usize>)> {
+        let text = self.job_record(job);
+        let mut out = Vec::new();
+        for line in text.lines().map(str::trim) {
+            if !line.starts_with("Nodes=") {
+                continue;
+            }
+            let Some(nodes) = field(line, "Nodes") else {
+                continue;
+            };
+            let idx = parse_idx(line);
+            for node in self.hostnames(nodes) {
+                out.push((node, idx.clone()));
+            }
+        }
+        out
+    }
+
+    /// Expands a Slurm host list (`n[1-3]`).
+    pub fn hostnames(&self, list: &str) -> Vec<String> {
+        if !list.contains('[') {
+            return list.split(',').map(str::to_string).collect();
+        }
+        self.ok("scontrol", &["show", "hostnames", list])
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Job ids of all running jobs.
+    pub fn running_jobs(&self) -> Vec<u32> {
+        self.ok("squeue", &["-h", "-t", "RUNNING", "-o", "%A"])
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+
+    /// Asserts that no GPU is allocated to two running jobs on the same node; returns the
+    /// allocation per (job, node).
+    pub fn assert_no_gpu_shared(&self) -> Vec<(u32, String, Vec<usize>)> {
+        let mut all = Vec::new();
+        let mut used: std::collections::HashMap<(String, usize), u32> = Default::default();
+        for job in self.running_jobs() {
+            for (node, idx) in self.gres_idx(job) {
+                for &i in &idx {
+                    if let Some(other) = used.insert((node.clone(), i), job) {
+                        panic!("GPU {i} on {node} is allocated to jobs {other} and {job}");
+                    }
+                }
+                all.push((job, node, idx));
+            }
+        }
+        all
+    }
+
+    /// `scontrol show node -d <node>` (with GresUsed=gpu:..(IDX:..)).
+    pub fn show_node(&self, node: &str) -> String {
+        self.ok("scontrol", &["show", "node", "-d", node])
+    }
+
+    /// The GPU indices in use on a node according to its GresUsed.
+    pub fn gres_used(&self, node: &str) -> Vec<usize> {
+        parse_idx(field(&self.show_node(node), "GresUsed").unwrap_or(""))
+    }
+
+    /// Restarts slurmctld (SIGTERM, start again, wait until it answers); jobs keep running.
+    pub fn restart_slurmctld(&self) {
+        self.cluster_sh(&["restart", "slurmctld"]);
+    }
+
+    /// Restarts one node's slurmd.
+    pub fn restart_slurmd(&self, node: &str) {
+        self.cluster_sh(&["restart", node]);
+        self.wait_until(&format!("{node} to respond"), WAIT, || {
+            !self.show_node(node).contains("NOT_RESPONDING")
+        });
+    }
+
+    /// `scontrol reconfigure`, then waits until slurmctld answers again (24.11 re-executes
+    /// itself on reconfigure).
+    pub fn reconfigure(&self) {
+        self.ok("scontrol", &["reconfigure"]);
+        self.wait_until("slurmctld to answer after reconfigure", WAIT, || {
+            let out = self.run("scontrol", &["ping"]);
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("UP")
+        });
+    }
+
+    /// The whole slurmctld.log so far.
+    pub fn slurmctld_log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("log/slurmctld.log")).unwrap_or_default()
+    }
+
+    /// The whole slurmd log of `node` so far.
+    pub fn slurmd_log(&self, node: &str) -> String {
+        std::fs::read_to_string(self.dir.join(format!("log/slurmd-{node}.log"))).unwrap_or_default()
+    }
+
+    fn cluster_sh(&self, args: &[&str]) {
+        let out = Command::new(repo().join("contrib/cluster.sh"))
+            .args(args)
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run contrib/cluster.sh");
+        assert!(
+            out.status.success(),
+            "contrib/cluster.sh {args:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let out = Command::new(repo().join("contrib/cluster.sh"))
+            .args(["down", "--dir"])
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .output();
+        match out {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => eprintln!(
+                "contrib/cluster.sh down failed:\n{}",
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            Err(e) => eprintln!("cannot run contrib/cluster.sh down: {e}"),
+        }
+        if std::thread::panicking() {
+            eprintln!("cluster logs kept in {}/log", self.dir.display());
+        }
+    }
+}
+
+/// The value of `Key=` in Slurm's `Key=Value` output (first occurrence, up to a space).
+pub fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let pat = format!("{key}=");
+    text.split_whitespace().find_map(|w| w.strip_prefix(&pat))
+}
+
+/// The GPU indices in `...(IDX:0-1,5)`; empty when there are none (e.g. `IDX:N/A`).
+pub fn parse_idx(line: &str) -> Vec<usize> {
+    let Some(start) = line.find("(IDX:") else {
+        return Vec::new();
+    };
+    let rest = &line[start + 5..];
+    let list = &rest[..rest.find(')').unwrap_or(rest.len())];
+    parse_index_list(list)
+}
+
+/// "0-2,5" → [0, 1, 2, 5]; non-numeric parts are ignored.
+pub fn parse_index_list(list: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.trim().parse::<usize>(), b.trim().parse::<usize>()) {
+                    out.extend(a..=b);
+                }
+            }
+            None => {
+                if let Ok(i) = part.trim().parse() {
+                    out.push(i);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn parses_idx_lists() {
+    assert_eq!(
+        parse_idx("Nodes=n1 CPU_IDs=0 Mem=0 GRES=gpu:v100:3(IDX:0-1,5)"),
+        vec![0, 1, 5]
+    );
+    assert_eq!(
+        parse_idx("Nodes=n1 CPU_IDs=0 Mem=0 GRES="),
+        Vec::<usize>::new()
+    );
+    assert_eq!(parse_index_list("4,5,7"), vec![4, 5, 7]);
+    assert_eq!(
+        field("JobId=3 JobState=RUNNING Reason=None", "JobState"),
+        Some("RUNNING")
+    );
+}
