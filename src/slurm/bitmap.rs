@@ -126,6 +126,26 @@ macro_rules! read_api {
     };
 }
 
+macro_rules! write_api {
+    () => {
+        /// Sets bit `i`.
+        ///
+        /// # Errors
+        /// [`SlurmError::OutOfBounds`] when `i` is not below [`Self::len`].
+        pub fn set(&mut self, i: I) -> Result<(), SlurmError> {
+            self.bits.put(i.bit(), true)
+        }
+
+        /// Clears bit `i`.
+        ///
+        /// # Errors
+        /// [`SlurmError::OutOfBounds`] when `i` is not below [`Self::len`].
+        pub fn clear(&mut self, i: I) -> Result<(), SlurmError> {
+            self.bits.put(i.bit(), false)
+        }
+    };
+}
+
 /// A bitmap owned by Slurm, borrowed read-only.
 #[derive(Debug)]
 pub struct BitmapRef<'a, I: BitIndex> {
@@ -178,22 +198,7 @@ impl<I: BitIndex> BitmapMut<'_, I> {
     }
 
     read_api!();
-
-    /// Sets bit `i`.
-    ///
-    /// # Errors
-    /// [`SlurmError::OutOfBounds`] when `i` is not below [`Self::len`].
-    pub fn set(&mut self, i: I) -> Result<(), SlurmError> {
-        self.bits.put(i.bit(), true)
-    }
-
-    /// Clears bit `i`.
-    ///
-    /// # Errors
-    /// [`SlurmError::OutOfBounds`] when `i` is not below [`Self::len`].
-    pub fn clear(&mut self, i: I) -> Result<(), SlurmError> {
-        self.bits.put(i.bit(), false)
-    }
+    write_api!();
 }
 
 impl BitmapMut<'_, GpuIndex> {
@@ -234,14 +239,7 @@ impl<I: BitIndex> Bitmap<I> {
     }
 
     read_api!();
-
-    /// Sets bit `i`.
-    ///
-    /// # Errors
-    /// [`SlurmError::OutOfBounds`] when `i` is not below [`Self::len`].
-    pub fn set(&mut self, i: I) -> Result<(), SlurmError> {
-        self.bits.put(i.bit(), true)
-    }
+    write_api!();
 
     /// Hands the bitmap to Slurm (e.g. as a `select_p_*` return value); Slurm frees it.
     pub fn into_raw(self) -> *mut ffi::bitstr_t {
