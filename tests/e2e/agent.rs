@@ -1,1 +1,298 @@
-//! agent end-to-end tests (to be written).
+//! Node-agent end-to-end tests (issue 3): every emulated node runs `contrib/healthcheck.sh`
+//! (`gputopo publish`) as slurmd's HealthCheckProgram against its own fake-NVML fixture, and
+//! the per-GPU health shows up in the node's `Extra`, is protected from ordinary users, never
+//! overwrites an administrator's plain value, and survives a slurmctld restart.
+//!
+//! n1 runs tests/fixtures/nvml/dgx1v-faults.fx (GPU 5 ECC-faulty, GPU 6 lost), n2 has no NVML
+//! at all (no-nvml.fx). slurmd gives a health check only SLURMD_NODENAME, so a wrapper script
+//! (written here) sets the fixture directory and the gputopo command and execs healthcheck.sh,
+//! which finds slurm.conf and scontrol through its parent slurmd. It also logs each run, so the
+//! restart test can tell a persisted Extra from a freshly published one.
+
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, repo};
+use gputopo_core::health::{NodeHealth, Reason, Status, parse_extra};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// The built `gputopo` command: `GPUTOPO_BIN`, else target/{release,debug}/gputopo next to this
+/// test binary (the same rule as the harness, which keeps its helper private).
+fn target_file(env: &str, names: &[&str]) -> Option<PathBuf> {
+    if let Ok(p) = std::env::var(env) {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let target = exe.parent()?.parent()?.parent()?.to_path_buf();
+    ["release", "debug", "debug/deps", "release/deps"]
+        .iter()
+        .flat_map(|p| {
+            names
+                .iter()
+                .map(|n| target.join(p).join(n))
+                .collect::<Vec<_>>()
+        })
+        .find(|p| p.is_file())
+}
+
+/// The fake NVML library (`FAKE_NVML_LIB`, else built by cargo into this target directory).
+fn fake_lib() -> PathBuf {
+    if let Some(p) = target_file("FAKE_NVML_LIB", &["libfake_nvml.so"]) {
+        return p;
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    let target = exe.ancestors().nth(3).expect("target dir").to_path_buf();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let st = Command::new(cargo)
+        .args(["build", "-p", "fake-nvml"])
+        .env("CARGO_TARGET_DIR", &target)
+        .current_dir(repo())
+        .status()
+        .expect("cargo build -p fake-nvml");
+    assert!(st.success(), "cargo build -p fake-nvml failed");
+    target_file("FAKE_NVML_LIB", &["libfake_nvml.so"]).expect("libfake_nvml.so after building it")
+}
+
+/// Scratch files of one test: the wrapper, the per-node fixtures, the run log.
+struct Rig {
+    dir: PathBuf,
+}
+
+impl Rig {
+    fn new(test: &str, nodes: &[(&str, &str)]) -> Rig {
+        let dir =
+            std::env::temp_dir().join(format!("gputopo-agent-e2e-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("fx")).expect("scratch dir");
+        for (node, fixture) in nodes {
+            let src = repo()
+                .join("tests/fixtures/nvml")
+                .join(format!("{fixture}.fx"));
+            std::fs::copy(&src, dir.join("fx").join(format!("{node}.fx"))).expect("copy fixture");
+        }
+        let bin = target_file("GPUTOPO_BIN", &["gputopo"])
+            .expect("the gputopo command (set GPUTOPO_BIN)");
+        let script = format!(
+            "#!/bin/sh\nGPUTOPO_FAKE_NVML_DIR={fx}\nGPUTOPO_BIN={bin}\nexport GPUTOPO_FAKE_NVML_DIR GPUTOPO_BIN\n\
+             echo \"$SLURMD_NODENAME\" >> {log}\nexec {hc}\n",
+            fx = dir.join("fx").display(),
+            bin = bin.display(),
+            log = dir.join("runs.log").display(),
+            hc = repo().join("contrib/healthcheck.sh").display(),
+        );
+        let hc = dir.join("hc.sh");
+        std::fs::write(&hc, script).expect("wrapper");
+        let _ = Command::new("chmod").args(["755"]).arg(&hc).status();
+        // slurmd runs the wrapper as root; make the path traversable.
+        let _ = Command::new("chmod").args(["755"]).arg(&dir).status();
+        Rig { dir }
+    }
+
+    fn wrapper(&self) -> PathBuf {
+        self.dir.join("hc.sh")
+    }
+
+    fn runs(&self) -> usize {
+        std::fs::read_to_string(self.dir.join("runs.log")).map_or(0, |s| s.lines().count())
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// The node's Extra (everything after `Extra=` on its line; empty when unset).
+fn extra(c: &Cluster, node: &str) -> String {
+    c.show_node(node)
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("Extra=").map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn health(c: &Cluster, node: &str) -> Option<NodeHealth> {
+    parse_extra(&extra(c, node)).ok().flatten()
+}
+
+fn verdicts(h: &NodeHealth) -> Vec<(usize, Status, Vec<Reason>)> {
+    h.gpus
+        .iter()
+        .map(|g| (g.index, g.status, g.reasons.clone()))
+        .collect()
+}
+
+fn cluster(rig: &Rig, fake: &Path) -> Cluster {
+    Cluster::up(Opts {
+        nodes: 2,
+        topology: "dgx1v".into(),
+        gputopo_conf: Some(format!(
+            "# agent keys for the test; the select keys keep their defaults\nNvmlLibrary={}\nXidWaitMs=100\nNvmlTimeoutMs=5000\nPublishTimeoutSec=20\n",
+            fake.display()
+        )),
+        health_program: Some(rig.wrapper()),
+        health_interval: 5,
+        ..Opts::default()
+    })
+}
+
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn health_check_publishes_per_gpu_health_in_extra() {
+    if !e2e_enabled() {
+        return;
+    }
+    let rig = Rig::new("publish", &[("n1", "dgx1v-faults"), ("n2", "no-nvml")]);
+    let c = cluster(&rig, &fake_lib());
+    c.wait_until(
+        "both nodes to publish their GPU health in Extra",
+        WAIT,
+        || health(&c, "n1").is_some() && health(&c, "n2").is_some(),
+    );
+
+    // n1: exactly the planted faults, in Slurm's index order, plus nothing else.
+    let h1 = health(&c, "n1").expect("n1 health");
+    let want: Vec<(usize, Status, Vec<Reason>)> = (0..8)
+        .map(|i| match i {
+            5 => (
+                5,
+                Status::Faulty,
+                vec![Reason::EccUncorrectable, Reason::RetiredPagesPending],
+            ),
+            6 => (6, Status::Faulty, vec![Reason::GpuLost]),
+            _ => (i, Status::Ok, vec![]),
+        })
+        .collect();
+    assert_eq!(verdicts(&h1), want, "n1 Extra: {}", extra(&c, "n1"));
+    assert!(
+        h1.links.is_none(),
+        "GPU 6 is lost, so its links are unknown and no matrix is published"
+    );
+    // n2: no NVML at all → every gres.conf GPU unknown, node-level reason, no crash.
+    let h2 = health(&c, "n2").expect("n2 health");
+    assert_eq!(h2.gpus.len(), 8);
+    assert!(h2.gpus.iter().all(|g| g.status == Status::Unknown));
+    assert_eq!(h2.errors, vec![Reason::NvmlUnavailable]);
+    // One bad GPU never drains a node.
+    for n in ["n1", "n2"] {
+        let state = c.show_node(n);
+        assert!(
+            !state.contains("DRAIN"),
+            "{n} must not be drained:\n{state}"
+        );
+    }
+    // Publishing only writes on change: the value stays byte-identical across runs.
+    let before = extra(&c, "n1");
+    let runs = rig.runs();
+    c.wait_until("two more health checks", WAIT, || rig.runs() >= runs + 4);
+    assert_eq!(extra(&c, "n1"), before);
+}
+
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn only_root_or_slurmuser_may_change_extra_and_admin_values_are_kept() {
+    if !e2e_enabled() {
+        return;
+    }
+    let rig = Rig::new("access", &[("n1", "dgx1v-faults"), ("n2", "no-nvml")]);
+    let c = cluster(&rig, &fake_lib());
+    c.wait_until("n1 to publish", WAIT, || health(&c, "n1").is_some());
+    let published = extra(&c, "n1");
+
+    // An ordinary user (created if needed) is refused by slurmctld.
+    let user = "gputopo-e2e";
+    if !Command::new("id")
+        .arg(user)
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        let st = Command::new("useradd")
+            .args(["-M", "-r", "-s", "/usr/sbin/nologin", user])
+            .status()
+            .expect("useradd");
+        assert!(st.success(), "useradd {user} failed");
+    }
+    let id = |flag: &str| {
+        let o = Command::new("id").args([flag, user]).output().expect("id");
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let (uid, gid) = (id("-u"), id("-g"));
+    for value in ["Extra={\"gputopo\":{\"v\":1,\"gpus\":[]}}", "Extra="] {
+        let out = c
+            .cmd("setpriv")
+            .args([
+                "--reuid",
+                &uid,
+                "--regid",
+                &gid,
+                "--clear-groups",
+                "scontrol",
+                "update",
+                "NodeName=n1",
+                value,
+            ])
+            .output()
+            .expect("setpriv scontrol");
+        assert!(
+            !out.status.success(),
+            "user {user} changed Extra with {value}"
+        );
+        assert_eq!(
+            extra(&c, "n1"),
+            published,
+            "Extra changed after a refused update"
+        );
+    }
+
+    // An administrator's plain (non-JSON) note is never overwritten...
+    c.ok(
+        "scontrol",
+        &["update", "NodeName=n2", "Extra=rack 12 (ops)"],
+    );
+    let runs = rig.runs();
+    c.wait_until("two more health checks", WAIT, || rig.runs() >= runs + 4);
+    assert_eq!(extra(&c, "n2"), "rack 12 (ops)");
+    assert!(
+        c.slurmd_log("n2").contains("health_check failed: rc:5"),
+        "publish must exit 5"
+    );
+    // ...while a JSON object is merged with.
+    c.ok(
+        "scontrol",
+        &["update", "NodeName=n2", "Extra={\"owner\":\"ops\"}"],
+    );
+    c.wait_until("n2 to publish next to the admin key", WAIT, || {
+        health(&c, "n2").is_some()
+    });
+    assert!(
+        extra(&c, "n2").ends_with(",\"owner\":\"ops\"}"),
+        "{}",
+        extra(&c, "n2")
+    );
+}
+
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn health_survives_a_slurmctld_restart() {
+    if !e2e_enabled() {
+        return;
+    }
+    let rig = Rig::new("restart", &[("n1", "dgx1v-faults"), ("n2", "dgx1v-faults")]);
+    let c = cluster(&rig, &fake_lib());
+    c.wait_until("n1 to publish", WAIT, || health(&c, "n1").is_some());
+    let before = health(&c, "n1");
+    // Persisted, not re-published: no health check may run between the restart and the read.
+    for attempt in 1..=3 {
+        let runs = rig.runs();
+        c.restart_slurmctld();
+        let after = health(&c, "n1");
+        if rig.runs() == runs {
+            assert_eq!(after, before, "Extra after the restart");
+            return;
+        }
+        eprintln!("attempt {attempt}: a health check ran during the restart; again");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    panic!("a health check ran during every restart; cannot tell persistence from republishing");
+}
