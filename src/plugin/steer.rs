@@ -24,10 +24,10 @@ pub mod state;
 use std::ffi::c_int;
 
 use crate::ffi;
-use run::Call;
-use state::Stats;
 use crate::slurm::job::JobView;
 use crate::slurm::{EntryPtr, node};
+use run::Call;
+use state::Stats;
 
 /// `select_p_job_test`: called by slurmctld with the job and node write locks held.
 #[allow(clippy::too_many_arguments)]
