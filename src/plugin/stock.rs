@@ -241,3 +241,25 @@ fn slurmfull_dir() -> Option<PathBuf> {
         .parent()
         .map(Path::to_path_buf)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Needs the installed Slurm of the build tree (the one the crate links against).
+    #[test]
+    fn finds_and_resolves_the_stock_plugin_of_this_release() {
+        let path = find_stock().expect("stock select_cons_tres.so next to libslurmfull");
+        assert!(path.ends_with(STOCK_FILE));
+        let stock = load().expect("stock plugin loads, matches our release and has every symbol");
+        assert_eq!(stock.lib.path(), path);
+        assert_eq!(
+            stock.lib.plugin_version().expect("plugin_version") & 0x00ff_ffff,
+            ffi::SLURM_VERSION_NUMBER & 0x00ff_ffff
+        );
+        assert!(matches!(
+            stock.lib.symbol("no_such_symbol"),
+            Err(PluginError::StockSymbol { .. })
+        ));
+    }
+}
