@@ -89,7 +89,22 @@ macro_rules! plain_hook_args {
         }
     )*};
 }
-plain_hook_args!(bool, u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64, ());
+plain_hook_args!(
+    bool,
+    u8,
+    u16,
+    u32,
+    u64,
+    usize,
+    i8,
+    i16,
+    i32,
+    i64,
+    isize,
+    f32,
+    f64,
+    ()
+);
 
 /// Reads a function pointer of type `F` from a `dlsym` result.
 ///

@@ -13,8 +13,8 @@ pub mod gres;
 pub mod job;
 pub mod list;
 pub mod log;
-pub mod prio;
 pub mod node;
+pub mod prio;
 
 pub use entry::EntryPtr;
 pub use error::{SlurmError, check};
