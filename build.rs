@@ -171,7 +171,7 @@ fn run() -> Result<(), String> {
         .map(|(_, g)| *g)
         .ok_or_else(|| {
             format!(
-                "Slurm {major}.{minor}.{micro} (from {}) is not a supported release; add its ABI generation to ABI_GENERATIONS in build.rs after checking node_select_syms[]",
+                "Slurm {major}.{minor:02}.{micro} (from {}) is not a supported release; add its ABI generation to ABI_GENERATIONS in build.rs after checking node_select_syms[]",
                 version_h.display()
             )
         })?;

@@ -80,3 +80,29 @@ impl<T> Drop for ListIter<'_, T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iterates_in_order_and_stops_early_without_leaking() {
+        let mut items = [10_u32, 20, 30];
+        // SAFETY: a list without destructor; it only points at `items`, which outlive it.
+        let raw = unsafe { ffi::slurm_list_create(None) };
+        for item in &mut items {
+            // SAFETY: live list; the element is a valid u32 owned by the test.
+            unsafe { ffi::slurm_list_append(raw, std::ptr::from_mut(item).cast()) };
+        }
+        // SAFETY: raw is a live list of u32 elements that outlive the view.
+        let list = unsafe { ListRef::<u32>::from_raw(raw) }.expect("non-null");
+        assert_eq!(list.len(), 3);
+        assert_eq!(list.iter().copied().collect::<Vec<_>>(), [10, 20, 30]);
+        // An early stop drops the iterator (list_iterator_destroy); a second pass still works
+        // (a leaked iterator would keep the list's lock in debug builds of Slurm).
+        assert_eq!(list.iter().find(|v| **v == 20), Some(&20));
+        assert_eq!(list.iter().count(), 3);
+        // SAFETY: no view or iterator is used after this; the list has no element destructor.
+        unsafe { ffi::slurm_list_destroy(raw) };
+    }
+}
