@@ -254,3 +254,36 @@ mod tests {
         assert!(expand("n[1-").is_err());
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn gres_conf_and_lists_never_panic(s in "\\PC{0,200}") {
+            let _ = gres_minors_from(&s, "n1");
+            let _ = expand(&s);
+        }
+
+        #[test]
+        fn near_misses_never_panic(
+            pre in "[a-z/]{0,6}", a in "[0-9]{0,3}", b in "[0-9-]{0,4}", post in "[\\]\\[,]{0,2}",
+        ) {
+            let list = format!("{pre}[{a}-{b}]{post}");
+            let _ = expand(&list);
+            let _ = gres_minors_from(&format!("NodeName={list} Name=gpu File=/dev/{list}\n"), "n1");
+        }
+
+        #[test]
+        fn mapping_is_a_permutation(minors in proptest::collection::vec(proptest::option::of(0u32..12), 0..10)) {
+            let slots = map(&minors, None);
+            let mut seen: Vec<usize> = slots.iter().filter_map(|s| s.nvml).collect();
+            seen.sort_unstable();
+            let before = seen.len();
+            seen.dedup();
+            prop_assert_eq!(before, seen.len(), "an NVML device appears twice");
+        }
+    }
+}
