@@ -49,14 +49,25 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd -P)
 [ "$dir" != "$stock" ] || die "DIR must not be the stock plugin dir (duplicate plugin_id 109)"
 
-# The farm: every stock plugin except select_cons_tres.so (and stale links from an older farm).
-find "$dir" -maxdepth 1 -type l -name '*.so' ! -name 'priority_gputopo.so' -delete
+# The farm: a symlink to every stock plugin except select_cons_tres.so. Links are replaced in
+# place (never removed first), so a daemon that loads a plugin while this runs still finds it;
+# links that no longer match a stock plugin (another stock dir, a plugin gone in an upgrade,
+# a select_cons_tres.so link) are removed afterwards.
 for f in "$stock"/*.so; do
   base=${f##*/}
   case $base in
     select_cons_tres.so|select_gputopo.so|priority_gputopo.so|lib*.so) continue ;;
   esac
-  ln -s "$f" "$dir/$base"
+  [ "$(readlink "$dir/$base" 2>/dev/null)" = "$f" ] || ln -sfn "$f" "$dir/$base"
+done
+for l in "$dir"/*.so; do
+  [ -L "$l" ] || continue
+  base=${l##*/}
+  case $base in
+    priority_gputopo.so) continue ;;
+    select_cons_tres.so) rm -f "$l"; continue ;;
+  esac
+  [ "$(readlink "$l")" = "$stock/$base" ] || rm -f "$l"
 done
 
 tmp=$(mktemp "$dir/.select_gputopo.so.XXXXXX")
