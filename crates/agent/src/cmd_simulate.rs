@@ -68,6 +68,9 @@ pub struct Args {
     /// Directory for summary.csv and one SVG plot per metric.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// With --out: write summary.csv only, no plots.
+    #[arg(long)]
+    pub no_plots: bool,
     /// Title for the plots and the table (default: the cluster and workload).
     #[arg(long)]
     pub title: Option<String>,
@@ -145,7 +148,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     });
     print!("{}", report::table(&title, &rows));
     if let Some(dir) = &args.out {
-        report::write(dir, &title, &rows)?;
+        report::write(dir, &title, &rows, !args.no_plots)?;
         println!("wrote {}", dir.display());
     }
     Ok(0)

@@ -13,22 +13,25 @@ fn bin() -> Command {
 fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("gputopo-sim-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    std::fs::create_dir_all(&d).expect("temp dir");
     d
 }
 
 /// summary.csv as (header, rows of fields).
 fn summary(dir: &Path) -> (Vec<String>, Vec<Vec<String>>) {
-    let text = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
+    let text = std::fs::read_to_string(dir.join("summary.csv")).expect("summary.csv written");
     let mut lines = text
         .lines()
         .map(|l| l.split(',').map(str::to_string).collect::<Vec<_>>());
-    let header = lines.next().unwrap();
+    let header = lines.next().expect("a header line");
     (header, lines.collect())
 }
 
 fn col(header: &[String], name: &str) -> usize {
-    header.iter().position(|h| h == name).unwrap()
+    header
+        .iter()
+        .position(|h| h == name)
+        .expect("column present")
 }
 
 #[test]

@@ -194,6 +194,7 @@ fn bar_chart(path: &Path, title: &str, m: &Metric, rows: &[Summary]) -> anyhow::
     chart
         .configure_mesh()
         .disable_x_mesh()
+        .disable_y_mesh()
         .x_desc(title)
         .x_label_formatter(&|v| match v {
             SegmentValue::CenterOf(i) => rows
@@ -242,12 +243,12 @@ fn format_value(v: f64) -> String {
     }
 }
 
-/// Writes `summary.csv` and one `<metric>.svg` per metric into `dir`.
-pub fn write(dir: &Path, title: &str, rows: &[Summary]) -> anyhow::Result<()> {
+/// Writes `summary.csv` and (when `plots`) one `<metric>.svg` per metric into `dir`.
+pub fn write(dir: &Path, title: &str, rows: &[Summary], plots: bool) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let p = dir.join("summary.csv");
     std::fs::write(&p, csv(rows)).with_context(|| format!("writing {}", p.display()))?;
-    for m in METRICS {
+    for m in METRICS.iter().filter(|_| plots) {
         let p = dir.join(format!("{}.svg", m.key));
         bar_chart(&p, title, m, rows).with_context(|| format!("plotting {}", p.display()))?;
     }
