@@ -320,7 +320,18 @@ cmd_up() {
     if [ -z "$so" ]; then so=$("$here/build-plugin.sh" "$release" | tail -n 1) || die "contrib/build-plugin.sh $release failed"; fi
     [ -f "$so" ] || die "plugin .so not found: $so"
     plugindir=$dir/plugins
-    "$here/install-plugin.sh" "$so" "$plugindir" --release "$release" >&2 || die "contrib/install-plugin.sh failed"
+    local with_priority=()
+    [ "$priority" = gputopo ] && with_priority=(--with-priority)
+    "$here/install-plugin.sh" "$so" "$plugindir" --release "$release" "${with_priority[@]}" >&2 ||
+      die "contrib/install-plugin.sh failed"
+    if [ "$select" = cons_tres ]; then
+      # priority/gputopo with the stock select plugin: the farm gets the stock cons_tres back
+      # and gputopo's file only under its priority name (two select plugins with id 109 in
+      # one PluginDir are fatal).
+      rm -f "$plugindir/priority_gputopo.so"
+      mv "$plugindir/select_gputopo.so" "$plugindir/priority_gputopo.so"
+      ln -s "$PLUGINS/select_cons_tres.so" "$plugindir/select_cons_tres.so"
+    fi
   fi
 
   write_gres

@@ -411,9 +411,22 @@ impl Cluster {
         parse_idx(field(&self.show_node(node), "GresUsed").unwrap_or(""))
     }
 
-    /// Restarts slurmctld (SIGTERM, start again, wait until it answers); jobs keep running.
+    /// Restarts slurmctld (SIGTERM, start again, wait until it answers and every node has
+    /// re-registered its GPUs); jobs keep running.
     pub fn restart_slurmctld(&self) {
         self.cluster_sh(&["restart", "slurmctld"]);
+        self.wait_gres_registered();
+    }
+
+    /// Waits until every node reports its GPU bitmaps again (`GresUsed=gpu:..(IDX:..)`).
+    /// Right after slurmctld starts, GresUsed has counts only (`gpu:v100:2`) until the
+    /// node's slurmd registers, a few seconds later.
+    pub fn wait_gres_registered(&self) {
+        for node in self.nodes() {
+            self.wait_until(&format!("{node} to register its GPUs"), WAIT, || {
+                field(&self.show_node(&node), "GresUsed").is_some_and(|g| g.contains("(IDX:"))
+            });
+        }
     }
 
     /// Restarts one node's slurmd.
@@ -432,6 +445,7 @@ impl Cluster {
             let out = self.run("scontrol", &["ping"]);
             out.status.success() && String::from_utf8_lossy(&out.stdout).contains("UP")
         });
+        self.wait_gres_registered();
     }
 
     /// The whole slurmctld.log so far.

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The whole test suite, as root on a Debian 12 machine (the README's test command; CI runs it).
+#
+#   sudo contrib/test-all.sh
+#
+# Phases (each timed; the run goes on after a failure and exits non-zero at the end):
+#   deps        contrib/install-deps.sh (Debian packages; skipped when all are present)
+#   slurm       contrib/slurm-install.sh 22.05.8 / 24.11.5 (24.11.5 is built once and cached)
+#   fmt         cargo fmt --all -- --check
+#   clippy      cargo clippy --all-targets -- -D warnings (workspace), and for the plugin
+#               package once per release (SLURM_SRC_DIR = that release's tree)
+#   unit        cargo test (the workspace's default members: no Slurm needed)
+#   per release R in 22.05.8 24.11.5:
+#     plugin-R  contrib/build-plugin.sh R (the select/gputopo .so for R)
+#     abi-R     the root package's tests (tests/main.rs) with GPUTOPO_PLUGIN_SO, SLURM_SRC_DIR
+#     e2e-R     the same binary with --ignored: every end-to-end test on a real local cluster
+#               (contrib/cluster.sh), select/gputopo loaded
+#     stock-R   the tests that compare with stock Slurm again with GPUTOPO_SELECT=cons_tres
+#
+# Environment: GPUTOPO_RELEASES (default "22.05.8 24.11.5"), GPUTOPO_STOCK_TESTS (test name
+# filters for the stock run, default "e2e::foundation e2e::select"), CARGO_TARGET_DIR.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+cd "$repo"
+export PATH=$HOME/.cargo/bin:/root/.cargo/bin:$PATH
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
+case $CARGO_TARGET_DIR in /*) ;; *) CARGO_TARGET_DIR=$repo/$CARGO_TARGET_DIR ;; esac
+export CARGO_TERM_COLOR=never
+releases=${GPUTOPO_RELEASES:-22.05.8 24.11.5}
+stock_tests=${GPUTOPO_STOCK_TESTS:-e2e::foundation e2e::select}
+logdir=$CARGO_TARGET_DIR/test-all
+mkdir -p "$logdir"
+
+summary=()
+failed=0
+t_all=$(date +%s)
+
+# phase NAME CMD...: runs CMD with its output shown and kept in $logdir/NAME.log.
+phase() {
+  local name=$1; shift
+  local t0 rc
+  t0=$(date +%s)
+  echo "=== $name: $*"
+  "$@" 2>&1 | tee "$logdir/$name.log"
+  rc=${PIPESTATUS[0]}
+  local dt=$(( $(date +%s) - t0 ))
+  if [ "$rc" = 0 ]; then
+    summary+=("$(printf '%-16s ok     %5ss' "$name" "$dt")")
+  else
+    summary+=("$(printf '%-16s FAILED %5ss  (rc %s, log %s)' "$name" "$dt" "$rc" "$logdir/$name.log")")
+    failed=1
+  fi
+  return "$rc"
+}
+
+print_summary() {
+  echo
+  echo "=== summary (total $(( $(date +%s) - t_all ))s)"
+  printf '%s\n' "${summary[@]}"
+  if [ "$failed" = 0 ]; then echo "ALL PASSED"; else echo "FAILED"; fi
+}
+
+if [ "$(id -u)" != 0 ]; then
+  echo "test-all.sh: run as root (installs packages, starts Slurm daemons, makes device nodes)" >&2
+  exit 1
+fi
+command -v cargo >/dev/null || { echo "test-all.sh: cargo not found (install Rust first)" >&2; exit 1; }
+
+phase deps "$here/install-deps.sh" || { print_summary; exit 1; }
+for r in $releases; do
+  phase "slurm-$r" "$here/slurm-install.sh" "$r" || { print_summary; exit 1; }
+done
+
+phase fmt cargo fmt --all -- --check
+phase clippy cargo clippy --all-targets -- -D warnings
+for r in $releases; do
+  src=$("$repo/slurm-headers/fetch-slurm.sh" "$r") || { summary+=("fetch-slurm $r FAILED"); failed=1; continue; }
+  SLURM_SRC_DIR=$src phase "clippy-$r" cargo clippy -p gputopo --all-targets -- -D warnings
+done
+phase unit cargo test
+
+# The gputopo command (gres.conf for the harness; the agent's e2e tests also run it).
+phase gputopo-bin cargo build --release -p gputopo-agent --bin gputopo
+export GPUTOPO_BIN=$CARGO_TARGET_DIR/release/gputopo
+
+# Runs the root package's test binary for release $r with extra args.
+root_tests() {
+  cargo test -p gputopo --test main -- "$@"
+}
+
+for r in $releases; do
+  src=$("$repo/slurm-headers/fetch-slurm.sh" "$r") || continue
+  so_out=$logdir/plugin-$r.path
+  if phase "plugin-$r" bash -c "set -o pipefail; '$here/build-plugin.sh' '$r' | tee '$so_out'"; then
+    so=$(tail -n 1 "$so_out")
+  else
+    continue
+  fi
+  export SLURM_SRC_DIR=$src GPUTOPO_PLUGIN_SO=$so GPUTOPO_SLURM_RELEASE=$r
+  phase "abi-$r" root_tests
+  GPUTOPO_E2E=1 GPUTOPO_SELECT=gputopo phase "e2e-$r" root_tests --ignored --test-threads=1
+  # shellcheck disable=SC2086
+  GPUTOPO_E2E=1 GPUTOPO_SELECT=cons_tres phase "stock-$r" root_tests --ignored --test-threads=1 $stock_tests
+  unset SLURM_SRC_DIR GPUTOPO_PLUGIN_SO GPUTOPO_SLURM_RELEASE
+done
+
+print_summary
+exit "$failed"
