@@ -116,6 +116,51 @@ pub fn lines(text: &str) -> impl Iterator<Item = (usize, Result<Vec<Pair<'_>>, L
     })
 }
 
+/// The value of `key` (case-insensitive) among `words`, if present.
+pub fn get<'a>(words: &[Pair<'a>], key: &str) -> Option<&'a str> {
+    words
+        .iter()
+        .find(|p| p.key.eq_ignore_ascii_case(key))
+        .map(|p| p.value)
+}
+
+/// Checks that every word is `Key=Value` with a key from `allowed` (case-insensitive).
+///
+/// # Errors
+/// A [`LineError`] naming the first bad word.
+pub fn check_keys(line: usize, words: &[Pair<'_>], allowed: &[&str]) -> Result<(), LineError> {
+    for p in words {
+        if !p.has_value {
+            return Err(LineError::new(line, p.key, "expected Key=Value"));
+        }
+        if !allowed.iter().any(|a| a.eq_ignore_ascii_case(p.key)) {
+            return Err(LineError::new(
+                line,
+                p.key,
+                format!("unknown key (allowed: {})", allowed.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The value of `key` parsed as a number, `None` when absent.
+///
+/// # Errors
+/// A [`LineError`] naming `key` when the value is not a valid number.
+pub fn parse_num<T: std::str::FromStr>(
+    line: usize,
+    words: &[Pair<'_>],
+    key: &str,
+) -> Result<Option<T>, LineError> {
+    get(words, key)
+        .map(|v| {
+            v.parse::<T>()
+                .map_err(|_| LineError::new(line, key, format!("'{v}' is not a valid number")))
+        })
+        .transpose()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,8 +18,9 @@
 //! GPUs without a `Gpu` line get defaults: bus `00000000:<0x10+i>:00.0`, minor i, a made-up
 //! UUID, ECC on with zero counters, nothing pending. Errors name the line and field.
 
-use gputopo_core::keyvalue::{self, LineError, Pair};
+use gputopo_core::keyvalue::{self, LineError, Pair, check_keys as check, get, parse_num as num};
 use gputopo_core::topology::PcieLevel;
+use gputopo_core::topology::fixture::{level, parse_pair};
 
 /// Most NVLinks per GPU (NVML_NVLINK_MAX_LINKS in the bindings).
 pub const MAX_LINKS: usize = 18;
@@ -314,20 +315,7 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
             "pcie" => {
                 check(line, rest, &["Gpus", "Level"])?;
                 let v = get(rest, "Gpus").ok_or_else(|| e("Gpus", "missing".into()))?;
-                let bad = || {
-                    e(
-                        "Gpus",
-                        format!("'{v}' is not two distinct GPU indices below {count}"),
-                    )
-                };
-                let (a, b) = v.split_once(',').ok_or_else(bad)?;
-                let (a, b): (usize, usize) = (
-                    a.trim().parse().map_err(|_| bad())?,
-                    b.trim().parse().map_err(|_| bad())?,
-                );
-                if a >= count || b >= count || a == b {
-                    return Err(bad());
-                }
+                let (a, b) = parse_pair(line, v, count)?;
                 let l = get(rest, "Level").ok_or_else(|| e("Level", "missing".into()))?;
                 pcie_overrides.push((a, b, level(line, "Level", l)?));
             }
@@ -366,39 +354,6 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
     Ok(n)
 }
 
-fn get<'a>(words: &[Pair<'a>], key: &str) -> Option<&'a str> {
-    words
-        .iter()
-        .find(|p| p.key.eq_ignore_ascii_case(key))
-        .map(|p| p.value)
-}
-
-fn check(line: usize, words: &[Pair<'_>], allowed: &[&str]) -> Result<(), LineError> {
-    for p in words {
-        if !p.has_value || !allowed.iter().any(|a| a.eq_ignore_ascii_case(p.key)) {
-            return Err(LineError::new(
-                line,
-                p.key,
-                format!("unknown key (allowed: {})", allowed.join(", ")),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn num<T: std::str::FromStr>(
-    line: usize,
-    words: &[Pair<'_>],
-    key: &str,
-) -> Result<Option<T>, LineError> {
-    get(words, key)
-        .map(|v| {
-            v.parse::<T>()
-                .map_err(|_| LineError::new(line, key, format!("'{v}' is not a valid number")))
-        })
-        .transpose()
-}
-
 fn flag(line: usize, words: &[Pair<'_>], key: &str) -> Result<Option<bool>, LineError> {
     get(words, key)
         .map(|v| match v.to_ascii_lowercase().as_str() {
@@ -419,16 +374,6 @@ fn gpu_index(line: usize, words: &[Pair<'_>], key: &str, count: usize) -> Result
         ));
     }
     Ok(i)
-}
-
-fn level(line: usize, key: &str, v: &str) -> Result<PcieLevel, LineError> {
-    PcieLevel::from_smi(v).ok_or_else(|| {
-        LineError::new(
-            line,
-            key,
-            format!("'{v}' is not SB, PIX, PXB, PHB, NODE or SYS"),
-        )
-    })
 }
 
 fn hex_list(v: &str) -> Result<Vec<u64>, String> {

@@ -14,6 +14,8 @@
 //! minor no NVML device claimed, when that is unambiguous; otherwise it is reported after the
 //! others. A gres.conf slot with no NVML device is reported `unknown` / `not_in_nvml`.
 
+use gputopo_core::keyvalue;
+use gputopo_core::topology::gres_conf_parse::expand_hostlist as expand;
 use std::path::Path;
 
 /// One Slurm GPU: its minor and the NVML device behind it.
@@ -104,14 +106,9 @@ pub fn gres_minors(path: &Path, node: &str) -> Result<Option<Vec<u32>>, String> 
 /// A message naming the line when a value cannot be expanded.
 pub fn gres_minors_from(text: &str, node: &str) -> Result<Option<Vec<u32>>, String> {
     let mut out = Vec::new();
-    for (line, words) in gputopo_core::keyvalue::lines(text) {
+    for (line, words) in keyvalue::lines(text) {
         let words = words.map_err(|e| e.to_string())?;
-        let get = |k: &str| {
-            words
-                .iter()
-                .find(|p| p.key.eq_ignore_ascii_case(k))
-                .map(|p| p.value)
-        };
+        let get = |k: &str| keyvalue::get(&words, k);
         if !get("Name").is_some_and(|n| n.eq_ignore_ascii_case("gpu")) {
             continue;
         }
@@ -140,58 +137,6 @@ pub fn gres_minors_from(text: &str, node: &str) -> Result<Option<Vec<u32>>, Stri
         }
     }
     Ok((!out.is_empty()).then_some(out))
-}
-
-/// Expands a Slurm host list / file list: `a,b`, `n[1-3,7]`, `/dev/nvidia[0-3]`, zero padding
-/// (`n[01-10]`). One bracket group per item.
-///
-/// # Errors
-/// A message for unbalanced brackets, bad ranges or more than 4096 names.
-pub fn expand(list: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut depth = 0;
-    let mut start = 0;
-    let mut items = Vec::new();
-    for (i, c) in list.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            ',' if depth == 0 => {
-                items.push(&list[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-        if !(0..=1).contains(&depth) {
-            return Err(format!("unbalanced brackets in '{list}'"));
-        }
-    }
-    if depth != 0 {
-        return Err(format!("unbalanced brackets in '{list}'"));
-    }
-    items.push(&list[start..]);
-    for item in items.into_iter().filter(|s| !s.is_empty()) {
-        let Some((pre, rest)) = item.split_once('[') else {
-            out.push(item.to_string());
-            continue;
-        };
-        let (ranges, post) = rest
-            .split_once(']')
-            .ok_or_else(|| format!("unbalanced brackets in '{item}'"))?;
-        for r in ranges.split(',') {
-            let (a, b) = r.split_once('-').unwrap_or((r, r));
-            let width = a.len();
-            let bad = || format!("bad range '{r}' in '{item}'");
-            let (x, y): (u64, u64) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-            if y < x || y - x > 4096 || out.len() as u64 + (y - x) > 4096 {
-                return Err(bad());
-            }
-            for v in x..=y {
-                out.push(format!("{pre}{v:0width$}{post}"));
-            }
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

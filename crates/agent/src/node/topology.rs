@@ -7,11 +7,11 @@
 //! `nvmlDeviceGetTopologyCommonAncestor`. GPUs are in Slurm's GRES index order.
 //!
 //! Output: the topology fixture format (`--format fixture`, default; loadable by `gputopo topo`
-//! and the harness) or an `nvidia-smi topo -m` style matrix (`--format matrix`).
+//! and the harness) or the `nvidia-smi topo -m` matrix of `gputopo topo` (`--format matrix`).
 
 use super::report;
 use super::settings::Settings;
-use gputopo_core::topology::{NodeTopology, fixture};
+use gputopo_core::topology::fixture;
 
 /// Output format.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -47,34 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     match args.format {
         Format::Fixture => print!("{}", fixture::render(t)),
-        Format::Matrix => print!("{}", matrix(t)),
+        Format::Matrix => print!("{}", crate::cmd_topo::render_matrix(t)),
     }
     Ok(r.exit_code())
-}
-
-/// `nvidia-smi topo -m` style: `NV#` for NVLink pairs, else the PCIe level.
-pub fn matrix(t: &NodeTopology) -> String {
-    use std::fmt::Write;
-    let n = t.len();
-    let mut s = String::from("      ");
-    for b in 0..n {
-        let _ = write!(s, "{:<6}", format!("GPU{b}"));
-    }
-    s.push('\n');
-    for a in 0..n {
-        let _ = write!(s, "{:<6}", format!("GPU{a}"));
-        for b in 0..n {
-            let l = t.link(a, b);
-            let cell = if a == b {
-                "X".to_string()
-            } else if l.nvlinks > 0 {
-                format!("NV{}", l.nvlinks)
-            } else {
-                l.pcie.to_string()
-            };
-            let _ = write!(s, "{cell:<6}");
-        }
-        s.push('\n');
-    }
-    s
 }

@@ -26,7 +26,7 @@
 //! Errors name the line and the field; nothing panics on any input.
 
 use super::{Gpu, NodeTopology, PcieLevel};
-use crate::keyvalue::{self, LineError, Pair};
+use crate::keyvalue::{self, LineError, check_keys, get, parse_num};
 
 /// Parses a fixture file's text.
 ///
@@ -230,43 +230,12 @@ fn need_header(line: usize, header: &Option<Header>) -> Result<usize, LineError>
         .ok_or_else(|| LineError::new(line, "Node", "the Node line must come first"))
 }
 
-fn get<'a>(words: &[Pair<'a>], key: &str) -> Option<&'a str> {
-    words
-        .iter()
-        .find(|p| p.key.eq_ignore_ascii_case(key))
-        .map(|p| p.value)
-}
-
-fn check_keys(line: usize, words: &[Pair<'_>], allowed: &[&str]) -> Result<(), LineError> {
-    for p in words {
-        if !p.has_value {
-            return Err(LineError::new(line, p.key, "expected Key=Value"));
-        }
-        if !allowed.iter().any(|a| a.eq_ignore_ascii_case(p.key)) {
-            return Err(LineError::new(
-                line,
-                p.key,
-                format!("unknown key (allowed: {})", allowed.join(", ")),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn parse_num<T: std::str::FromStr>(
-    line: usize,
-    words: &[Pair<'_>],
-    key: &str,
-) -> Result<Option<T>, LineError> {
-    get(words, key)
-        .map(|v| {
-            v.parse::<T>()
-                .map_err(|_| LineError::new(line, key, format!("'{v}' is not a valid number")))
-        })
-        .transpose()
-}
-
-fn parse_pair(line: usize, v: &str, n: usize) -> Result<(usize, usize), LineError> {
+/// Parses a `Gpus=a,b` value: two distinct GPU indices below `n` (shared with the fake NVML's
+/// fixture parser).
+///
+/// # Errors
+/// A [`LineError`] for field `Gpus`.
+pub fn parse_pair(line: usize, v: &str, n: usize) -> Result<(usize, usize), LineError> {
     let bad = || {
         LineError::new(
             line,
@@ -285,7 +254,11 @@ fn parse_pair(line: usize, v: &str, n: usize) -> Result<(usize, usize), LineErro
     Ok((a, b))
 }
 
-fn level(line: usize, key: &str, v: &str) -> Result<PcieLevel, LineError> {
+/// Parses a PCIe level value (`SB`, `PIX`, .. `SYS`) of field `key`.
+///
+/// # Errors
+/// A [`LineError`] naming the field.
+pub fn level(line: usize, key: &str, v: &str) -> Result<PcieLevel, LineError> {
     PcieLevel::from_smi(v).ok_or_else(|| {
         LineError::new(
             line,
