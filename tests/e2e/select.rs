@@ -74,6 +74,8 @@ fn cluster(nodes: u32) -> Cluster {
     Cluster::up(Opts {
         nodes,
         gputopo_conf: Some(CONF.into()),
+        // Decision lines are at Slurm's verbose level (like log_flag()); debug shows them.
+        debug: true,
         ..Opts::default()
     })
 }
