@@ -11,7 +11,7 @@
 
 use super::harness::{Cluster, Opts, WAIT, e2e_enabled, repo};
 use gputopo_core::health::{NodeHealth, Reason, Status, parse_extra};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -123,28 +123,38 @@ fn verdicts(h: &NodeHealth) -> Vec<(usize, Status, Vec<Reason>)> {
         .collect()
 }
 
-fn cluster(rig: &Rig, fake: &Path) -> Cluster {
-    Cluster::up(Opts {
+/// Starts a 2-node cluster of `topology` whose nodes run the given fixtures, with `conf` added
+/// to the test's gputopo.conf; `None` when end-to-end tests are disabled.
+fn start(test: &str, topology: &str, nodes: &[(&str, &str)], conf: &str) -> Option<(Rig, Cluster)> {
+    if !e2e_enabled() {
+        return None;
+    }
+    let rig = Rig::new(test, nodes);
+    let c = Cluster::up(Opts {
         nodes: 2,
-        topology: "dgx1v".into(),
+        topology: topology.into(),
         gputopo_conf: Some(format!(
-            "# agent keys for the test; the select keys keep their defaults\nNvmlLibrary={}\nXidWaitMs=100\nNvmlTimeoutMs=5000\nPublishTimeoutSec=20\n",
-            fake.display()
+            "# agent keys for the test; the select keys keep their defaults\nNvmlLibrary={}\nXidWaitMs=100\nNvmlTimeoutMs=5000\nPublishTimeoutSec=20\n{conf}",
+            fake_lib().display()
         )),
         health_program: Some(rig.wrapper()),
         health_interval: 5,
         ..Opts::default()
-    })
+    });
+    Some((rig, c))
 }
 
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn health_check_publishes_per_gpu_health_in_extra() {
-    if !e2e_enabled() {
+    let Some((rig, c)) = start(
+        "publish",
+        "dgx1v",
+        &[("n1", "dgx1v-faults"), ("n2", "no-nvml")],
+        "",
+    ) else {
         return;
-    }
-    let rig = Rig::new("publish", &[("n1", "dgx1v-faults"), ("n2", "no-nvml")]);
-    let c = cluster(&rig, &fake_lib());
+    };
     c.wait_until(
         "both nodes to publish their GPU health in Extra",
         WAIT,
@@ -192,11 +202,14 @@ fn health_check_publishes_per_gpu_health_in_extra() {
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn only_root_or_slurmuser_may_change_extra_and_admin_values_are_kept() {
-    if !e2e_enabled() {
+    let Some((rig, c)) = start(
+        "access",
+        "dgx1v",
+        &[("n1", "dgx1v-faults"), ("n2", "no-nvml")],
+        "",
+    ) else {
         return;
-    }
-    let rig = Rig::new("access", &[("n1", "dgx1v-faults"), ("n2", "no-nvml")]);
-    let c = cluster(&rig, &fake_lib());
+    };
     c.wait_until("n1 to publish", WAIT, || health(&c, "n1").is_some());
     let published = extra(&c, "n1");
 
@@ -275,11 +288,14 @@ fn only_root_or_slurmuser_may_change_extra_and_admin_values_are_kept() {
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn health_survives_a_slurmctld_restart() {
-    if !e2e_enabled() {
+    let Some((rig, c)) = start(
+        "restart",
+        "dgx1v",
+        &[("n1", "dgx1v-faults"), ("n2", "dgx1v-faults")],
+        "",
+    ) else {
         return;
-    }
-    let rig = Rig::new("restart", &[("n1", "dgx1v-faults"), ("n2", "dgx1v-faults")]);
-    let c = cluster(&rig, &fake_lib());
+    };
     c.wait_until("n1 to publish", WAIT, || health(&c, "n1").is_some());
     let before = health(&c, "n1");
     // Persisted, not re-published: no health check may run between the restart and the read.
@@ -295,4 +311,49 @@ fn health_survives_a_slurmctld_restart() {
         std::thread::sleep(Duration::from_millis(500));
     }
     panic!("a health check ran during every restart; cannot tell persistence from republishing");
+}
+
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn nvswitch_links_are_published_and_only_an_all_faulty_node_is_drained() {
+    let Some((_rig, c)) = start(
+        "nvswitch",
+        "hgx-h100",
+        &[("n1", "nvswitch8"), ("n2", "all-lost")],
+        "DrainWhenAllFaulty=yes\n",
+    ) else {
+        return;
+    };
+    c.wait_until("both nodes to publish", WAIT, || {
+        health(&c, "n1").is_some() && health(&c, "n2").is_some()
+    });
+    // n1: the measured NVSwitch matrix (NV18 for every pair), which Slurm's autodetection
+    // would write as Links=0, and its planted faults; one faulty GPU does not drain it.
+    let h1 = health(&c, "n1").expect("n1");
+    let links = h1
+        .links
+        .as_ref()
+        .expect("complete topology → links published");
+    for a in 0..8 {
+        for b in 0..8 {
+            assert_eq!(
+                links.get(a, b),
+                Some(if a == b { 0 } else { 18 }),
+                "pair {a},{b}"
+            );
+        }
+    }
+    assert_eq!(h1.with_status(Status::Faulty).to_vec(), vec![3]);
+    assert!(!c.show_node("n1").contains("DRAIN"));
+    // n2: every GPU lost → faulty everywhere → drained, with gputopo's reason.
+    let h2 = health(&c, "n2").expect("n2");
+    assert_eq!(h2.with_status(Status::Faulty).len(), 8);
+    c.wait_until("n2 to be drained", WAIT, || {
+        c.show_node("n2").contains("DRAIN")
+    });
+    assert!(
+        c.show_node("n2").contains("gputopo: every GPU is faulty"),
+        "{}",
+        c.show_node("n2")
+    );
 }
