@@ -29,6 +29,9 @@ use crate::slurm::{EntryPtr, node};
 use run::Call;
 use state::Stats;
 
+/// How often the counters are logged (at verbose level, on the next job_test call).
+const SUMMARY_EVERY_SECS: u64 = 5;
+
 /// `select_p_job_test`: called by slurmctld with the job and node write locks held.
 #[allow(clippy::too_many_arguments)]
 pub fn job_test(
@@ -42,6 +45,9 @@ pub fn job_test(
 ) -> c_int {
     let st = state::state();
     Stats::add(&st.stats.calls, 1);
+    if st.stats.due(SUMMARY_EVERY_SECS) {
+        log::info!("{}", st.stats.summary());
+    }
     let (Some(job), Some(bitmap)) = (job, bitmap) else {
         return forward();
     };
