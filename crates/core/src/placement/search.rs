@@ -4,14 +4,17 @@
 //! 1. no `required` GPUs, node ≤ 8 GPUs: the precomputed tier of `(k, F)` (see
 //!    [`super::tables`]) holds every set that maximises (quality, lookahead), in tie-break
 //!    order; the answer is its first member with the most `near` GPUs. O(tier size), ≤ 70.
-//! 2. no `required`, and `near` cannot matter (it covers all of `F` or none of it): a memo of
-//!    earlier searches keyed by `(k, F)`; on a miss, 3. and remember.
-//! 3. depth-first branch and bound over the free GPUs in index order (include before exclude,
-//!    so leaves come in the final tie-break order and the first of equal keys wins). A branch
-//!    is cut when an upper bound of every key component below it cannot beat the incumbent:
+//! 2. larger nodes: a memo of earlier searches keyed by `(k, F, near ∩ F, required)`
+//!    (slurmctld asks the same few questions over and over: idle nodes, socket-sized `near`);
+//!    on a miss, 3. seeded with the `near`-free answer, and remember.
+//! 3. depth-first branch and bound over the free GPUs, `near` ones first (include before
+//!    exclude), on the full key including the tie-break. A branch is cut when an upper bound
+//!    of every key component below it cannot beat the incumbent:
 //!    quality ≤ min(best_k(included ∪ undecided), bottleneck of the included GPUs);
-//!    lookahead_same_k ≤ best_k(F \ included); lookahead_pairs ≤ min(matching(F \ included),
-//!    ⌊(|F|−k)/2⌋ · best pair value); near ≤ included-near + min(remaining, undecided-near).
+//!    lookahead_same_k ≤ best_k(F \ included), or 0 when |F| − k < k; lookahead_pairs ≤
+//!    min(matching(F \ included), ⌊(|F|−k)/2⌋ · best pair value); near ≤ included-near +
+//!    min(remaining, undecided-near); tie-break ≤ that of the included GPUs plus the lowest
+//!    undecided ones.
 //!    Bounds are table lookups, so a node costs a few nanoseconds; on uniform (NVSwitch)
 //!    boards the first leaf meets the root bound and everything else is cut at once.
 //!
@@ -65,32 +68,46 @@ pub(crate) fn decide(
             }
             return best.map(|(set, near)| Decision { set, head, near });
         }
-        if near == 0 || near == free {
-            let near_count = if near == 0 { 0 } else { k as u32 };
-            if let Some((set, head)) = t.memo_get(k, free) {
-                return Some(Decision {
-                    set,
-                    head,
-                    near: near_count,
-                });
-            }
-            let d = branch_and_bound(t, &size.best, free, k, 0, 0)?;
-            t.memo_put(k, free, (d.set, d.head));
-            return Some(Decision {
-                near: near_count,
-                ..d
-            });
-        }
     }
-    branch_and_bound(t, &size.best, free, k, required, near)
+    if size.tiers.is_none() {
+        // `near` covering all of `free` is no preference at all.
+        let memo_near = if near == free { 0 } else { near };
+        let d = match t.memo_get(k, free, memo_near, required) {
+            Some((set, head)) => Decision { set, head, near: 0 },
+            None => {
+                // Seed with the choice that ignores `near`: it has the optimal quality and
+                // lookahead, so only sets tying with it on those survive the bounds.
+                let seed = if memo_near == 0 {
+                    None
+                } else {
+                    decide(t, free, k, required, 0).map(|d| d.set)
+                };
+                let d = branch_and_bound(t, &size.best, free, k, required, memo_near, seed)?;
+                t.memo_put(k, free, memo_near, required, (d.set, d.head));
+                d
+            }
+        };
+        return Some(Decision {
+            near: (d.set & near).count_ones(),
+            ..d
+        });
+    }
+    branch_and_bound(t, &size.best, free, k, required, near, None)
 }
 
-/// Packs (head, near) into one comparable key.
-fn key(head: [u32; 3], near: u32) -> u128 {
+/// Packs (head, near, tie-break) into one comparable key. `rev` is the set's bits reversed
+/// within 16 bits: a bigger `rev` is a lexicographically smaller index list.
+fn key(head: [u32; 3], near: u32, rev: u32) -> u128 {
     (u128::from(head[0]) << 96)
         | (u128::from(head[1]) << 64)
         | (u128::from(head[2]) << 32)
-        | u128::from(near)
+        | (u128::from(near) << 16)
+        | u128::from(rev)
+}
+
+/// The tie-break component of a set on a ≤ 16-GPU node.
+fn rev(set: u32) -> u32 {
+    u32::from((set as u16).reverse_bits())
 }
 
 struct Bb<'a> {
@@ -103,6 +120,8 @@ struct Bb<'a> {
     ncand: usize,
     /// `suffix[i]`: mask of `cand[i..]`.
     suffix: [u32; 33],
+    /// Whether the leftover can hold another set of the same size at all.
+    leftover_fits_k: bool,
     pairs_cap: u32,
     best: Option<(u128, Decision)>,
 }
@@ -114,6 +133,7 @@ fn branch_and_bound(
     k: usize,
     required: u32,
     near: u32,
+    seed: Option<u32>,
 ) -> Option<Decision> {
     let mut cand = [0u8; 32];
     let mut ncand = 0;
@@ -136,60 +156,107 @@ fn branch_and_bound(
         cand,
         ncand,
         suffix,
+        leftover_fits_k: left >= k,
         pairs_cap: (left / 2) as u32 * t.max_pair(),
         best: None,
     };
-    bb.dfs(0, required, k - required.count_ones() as usize);
+    let r = k - required.count_ones() as usize;
+    bb.offer(bb.greedy(required, r));
+    if let Some(seed) = seed {
+        bb.offer(seed);
+    }
+    bb.dfs(0, required, r);
     bb.best.map(|(_, d)| d)
 }
 
 impl Bb<'_> {
+    /// Makes `set` (a complete candidate) the incumbent if its key is better.
+    fn offer(&mut self, set: u32) {
+        let left = self.free & !set;
+        let head = [
+            self.t.quality(set),
+            self.best_k[left as usize],
+            self.t.matching(left),
+        ];
+        let near = (set & self.near).count_ones();
+        let k = key(head, near, rev(set));
+        if self.best.is_none_or(|(bk, _)| k > bk) {
+            self.best = Some((k, Decision { set, head, near }));
+        }
+    }
+
+    /// A good first incumbent, so that the bounds cut early: from `inc`, repeatedly add the
+    /// candidate giving the best quality (then near, then lowest index).
+    fn greedy(&self, mut inc: u32, r: usize) -> u32 {
+        for _ in 0..r {
+            let mut best: Option<(u32, u32, u32)> = None;
+            for &g in &self.cand[..self.ncand] {
+                let bit = 1u32 << g;
+                if inc & bit != 0 {
+                    continue;
+                }
+                let cand = (
+                    self.t.quality(inc | bit),
+                    u32::from(self.near & bit != 0),
+                    bit,
+                );
+                if best.is_none_or(|b| (cand.0, cand.1) > (b.0, b.1)) {
+                    best = Some(cand);
+                }
+            }
+            if let Some((_, _, bit)) = best {
+                inc |= bit;
+            }
+        }
+        inc
+    }
+
     fn dfs(&mut self, pos: usize, inc: u32, r: usize) {
         if r == 0 {
-            let left = self.free & !inc;
-            let head = [
-                self.t.quality(inc),
-                self.best_k[left as usize],
-                self.t.matching(left),
-            ];
-            let near = (inc & self.near).count_ones();
-            let k = key(head, near);
-            if self.best.is_none_or(|(bk, _)| k > bk) {
-                self.best = Some((
-                    k,
-                    Decision {
-                        set: inc,
-                        head,
-                        near,
-                    },
-                ));
-            }
+            self.offer(inc);
             return;
         }
         if self.ncand - pos < r {
             return;
         }
         if let Some((bk, _)) = self.best {
-            let undecided = self.suffix[pos];
-            let avail = inc | undecided;
-            // A set's bottleneck is at most that of any subset with a pair.
-            let inc_q = if inc.count_ones() < 2 {
-                u32::MAX
-            } else {
-                self.t.quality(inc) | 0xFFFF
-            };
-            let ub_q = self.best_k[avail as usize].min(inc_q);
-            let left_max = self.free & !inc;
-            let ub_l1 = self.best_k[left_max as usize];
-            let ub_l2 = self.t.matching(left_max).min(self.pairs_cap);
-            let ub_near = (inc & self.near).count_ones()
-                + (r as u32).min((undecided & self.near).count_ones());
-            if key([ub_q, ub_l1, ub_l2], ub_near) <= bk {
+            if self.bound(pos, inc, r) <= bk {
                 return;
             }
         }
         let g = self.cand[pos];
         self.dfs(pos + 1, inc | (1 << g), r - 1);
         self.dfs(pos + 1, inc, r);
+    }
+
+    /// An upper bound of the key of every completion of `inc` with `r` more GPUs from
+    /// `cand[pos..]` (component by component, see the module docs).
+    fn bound(&self, pos: usize, inc: u32, r: usize) -> u128 {
+        let undecided = self.suffix[pos];
+        let avail = inc | undecided;
+        // A set's bottleneck is at most that of any subset with a pair.
+        let inc_q = if inc.count_ones() < 2 {
+            u32::MAX
+        } else {
+            self.t.quality(inc) | 0xFFFF
+        };
+        let ub_q = self.best_k[avail as usize].min(inc_q);
+        let left_max = self.free & !inc;
+        let ub_l1 = if self.leftover_fits_k {
+            self.best_k[left_max as usize]
+        } else {
+            0
+        };
+        let ub_l2 = self.t.matching(left_max).min(self.pairs_cap);
+        let ub_near =
+            (inc & self.near).count_ones() + (r as u32).min((undecided & self.near).count_ones());
+        // The lexicographically smallest completion: `inc` plus the r lowest undecided GPUs.
+        let mut lowest = 0;
+        let mut u = undecided;
+        for _ in 0..r {
+            lowest |= u & u.wrapping_neg();
+            u &= u - 1;
+        }
+        key([ub_q, ub_l1, ub_l2], ub_near, rev(inc | lowest))
     }
 }

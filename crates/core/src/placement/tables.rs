@@ -34,6 +34,9 @@ pub const MAX_EXACT_GPUS: usize = 16;
 /// Largest node for which whole decisions (per free mask and `k`) are tabulated.
 pub const TIER_MAX_GPUS: usize = 8;
 
+/// Most memoised decisions kept per topology.
+pub const MEMO_CAP: usize = 1 << 18;
+
 /// A shared handle to one topology's tables.
 pub type TopoHandle = Arc<TopoTables>;
 
@@ -90,6 +93,9 @@ impl Tiers {
     }
 }
 
+/// A memo key: k, free, near, required.
+type MemoKey = (u8, u32, u32, u32);
+
 /// A memoised decision: chosen mask and objective head.
 type Memoised = (u32, [u32; 3]);
 
@@ -101,9 +107,9 @@ pub struct TopoTables {
     quality: Vec<u32>,
     matching: Vec<u32>,
     sizes: Vec<OnceLock<SizeTable>>,
-    /// Memoised decisions without `required`/`near` on nodes too big for tiers:
-    /// (k, free) → (set, objective head).
-    memo: Mutex<HashMap<(u8, u32), Memoised>>,
+    /// Memoised decisions on nodes too big for tiers:
+    /// (k, free, near, required) → (set, objective head).
+    memo: Mutex<HashMap<MemoKey, Memoised>>,
 }
 
 impl std::fmt::Debug for TopoTables {
@@ -281,19 +287,23 @@ impl TopoTables {
         }
     }
 
-    /// Looks up a memoised decision without `required`/`near`.
-    pub(crate) fn memo_get(&self, k: usize, f: u32) -> Option<Memoised> {
+    /// Looks up a memoised decision.
+    pub(crate) fn memo_get(&self, k: usize, f: u32, near: u32, req: u32) -> Option<Memoised> {
         self.memo
             .lock()
             .ok()
-            .and_then(|m| m.get(&(k as u8, f)).copied())
+            .and_then(|m| m.get(&(k as u8, f, near, req)).copied())
     }
 
-    /// Remembers a decision without `required`/`near`. The memo is bounded by the number of
-    /// (k, free mask) pairs, 2^16 · 16 at most.
-    pub(crate) fn memo_put(&self, k: usize, f: u32, v: Memoised) {
+    /// Remembers a decision. The memo holds at most [`MEMO_CAP`] entries
+    /// (about 8 MiB) and starts over when full, so memory stays bounded whatever the
+    /// workload.
+    pub(crate) fn memo_put(&self, k: usize, f: u32, near: u32, req: u32, v: Memoised) {
         if let Ok(mut m) = self.memo.lock() {
-            m.insert((k as u8, f), v);
+            if m.len() >= MEMO_CAP {
+                m.clear();
+            }
+            m.insert((k as u8, f, near, req), v);
         }
     }
 }
