@@ -16,6 +16,7 @@ use std::path::PathBuf;
 
 /// Arguments.
 #[derive(clap::Args)]
+#[command(after_help = super::report::EXIT_HELP)]
 pub struct Args {
     /// Read the node from this topology fixture file instead of NVML.
     #[arg(long, value_name = "FILE")]

@@ -9,6 +9,7 @@ use super::settings::Settings;
 
 /// Arguments.
 #[derive(clap::Args)]
+#[command(after_help = super::report::EXIT_HELP)]
 pub struct Args {
     /// Print JSON (one object per GPU) instead of a table.
     #[arg(long)]

@@ -29,6 +29,12 @@ pub const EXIT_SCONTROL: i32 = 6;
 
 /// Arguments.
 #[derive(clap::Args)]
+#[command(
+    after_help = "Exit codes: 0 Extra is up to date (written or unchanged); 1 usage or configuration error; \
+5 refused to overwrite a non-JSON Extra (an administrator's value); 6 scontrol failed or timed out \
+(PublishTimeoutSec). NVML problems are published as `unknown` GPUs, not failures. Never drains for \
+one GPU; DrainWhenAllFaulty=yes drains only when every GPU is faulty. See docs/agent.md."
+)]
 pub struct Args {
     /// Slurm node name; default $SLURMD_NODENAME, else the short host name.
     #[arg(long, value_name = "NAME")]

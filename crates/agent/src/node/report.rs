@@ -17,6 +17,13 @@ pub const EXIT_PARTIAL: i32 = 3;
 /// Exit code: some GPU `faulty`, every GPU read.
 pub const EXIT_FAULTY: i32 = 4;
 
+/// Exit codes and index order, for `--help`.
+pub const EXIT_HELP: &str = "GPUs are numbered like Slurm: in the order of gres.conf File= paths \
+(else by device minor), mapped from NVML through the minor number.\n\
+Exit codes: 0 every GPU read, none faulty; 1 usage or configuration error; 2 NVML unavailable \
+(no library, driver not loaded, init failed or timed out); 3 some GPU unknown (timeout, failed \
+query, missing device); 4 some GPU faulty. See docs/agent.md.";
+
 /// One GPU in Slurm's order.
 #[derive(Clone, Debug)]
 pub struct SlurmGpu {

@@ -24,6 +24,7 @@ pub enum Format {
 
 /// Arguments.
 #[derive(clap::Args)]
+#[command(after_help = super::report::EXIT_HELP)]
 pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value = "fixture")]
