@@ -59,6 +59,17 @@ const _: () = {
 impl State {
     /// The current configuration (Slurm defaults before start).
     pub fn config(&self) -> Arc<PriorityConfig> {
+        // slurmctld_tres_cnt is still 0 when plugins are initialised: pick the TRES weights up
+        // as soon as the TRES table exists.
+        let missing_tres = self
+            .cfg
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|c| c.tres_weights.is_none());
+        if missing_tres && prio::tres_weights_configured() && prio::tres_count() > 0 {
+            self.reload();
+        }
         self.cfg
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -215,7 +226,14 @@ pub fn compute(
             job.assoc_fs_factor(cfg.flags.has(Flags::FAIR_TREE), cfg.damp_factor),
         ),
     };
-    let input = job.input(tres_cnt, accrue, fairshare);
+    let mut input = job.input(tres_cnt, accrue, fairshare);
+    if ext.is_some() && input.assoc.is_none() {
+        // No associations without slurmdbd: the ledger's factor stands in for the association's.
+        input.assoc = Some(gputopo_core::priority::AssocInput {
+            fairshare,
+            ..Default::default()
+        });
+    }
     let len = array_len(cfg, &input);
     let prev = len.and_then(|n| job.current_array(n));
     let res = job_priority(cfg, prio::cluster(), &input, now, prev.as_deref());

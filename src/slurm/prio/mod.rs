@@ -345,3 +345,8 @@ pub fn priority_type_is_gputopo() -> bool {
     // SAFETY: NUL-terminated slurm_conf string (or NULL).
     !p.is_null() && unsafe { CStr::from_ptr(p) }.to_bytes() == b"priority/gputopo"
 }
+
+/// True when `PriorityWeightTRES` is set.
+pub fn tres_weights_configured() -> bool {
+    !conf().priority_weight_tres.is_null()
+}
