@@ -24,7 +24,7 @@ pub mod state;
 use std::ffi::c_int;
 
 use crate::ffi;
-use crate::slurm::job::JobView;
+use crate::slurm::job::{self, JobView};
 use crate::slurm::{EntryPtr, node};
 use run::Call;
 use state::Stats;
@@ -42,6 +42,7 @@ pub fn job_test(
     max_nodes: u32,
     _req_nodes: u32,
     mode: u16,
+    preemptee_candidates: Option<EntryPtr<'_, ffi::xlist>>,
 ) -> c_int {
     let st = state::state();
     Stats::add(&st.stats.calls, 1);
@@ -55,7 +56,12 @@ pub fn job_test(
         return forward();
     };
     let mut job = JobView::new(job);
-    let rc = run::job_test(st, &forward, &mut job, candidates, Call { max_nodes, mode });
+    let call = Call {
+        max_nodes,
+        mode,
+        preemption: job::offers_preemption(preemptee_candidates.as_ref()),
+    };
+    let rc = run::job_test(st, &forward, &mut job, candidates, call);
     log::debug!(
         "job_test JobId={} mode={} rc={rc}",
         job.id().0,

@@ -10,6 +10,7 @@ use crate::ffi;
 use crate::slurm::EntryPtr;
 use crate::slurm::bitmap::{BitmapRef, NodeIndex};
 use crate::slurm::gres::{self, CoreIndex, JobGres};
+use crate::slurm::list::ListRef;
 
 /// A job id as Slurm prints it (`JobId=12`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -197,4 +198,14 @@ impl<'call> JobResources<'call> {
             .map(CoreIndex)
             .collect()
     }
+}
+
+/// True when a `select_p_job_test` call offers preemptable jobs (`preemptee_candidates` is a
+/// non-empty list): cons_tres may then plan an allocation on GPUs still in use.
+pub fn offers_preemption(candidates: Option<&EntryPtr<'_, ffi::xlist>>) -> bool {
+    candidates.is_some_and(|c| {
+        // SAFETY: EntryPtr vouches that the list argument is live for the call; its elements
+        // are job records we do not touch (only the count is read).
+        unsafe { ListRef::<ffi::job_record_t>::from_raw(c.as_ptr()) }.is_some_and(|l| !l.is_empty())
+    })
 }

@@ -30,6 +30,9 @@ pub struct Call {
     pub max_nodes: u32,
     /// `mode` (flag bits included).
     pub mode: u16,
+    /// The call offers preemptable jobs: no narrowing (cons_tres may append preemptees to
+    /// its output list on each successful try, and must see every node to plan preemption).
+    pub preemption: bool,
 }
 
 /// Calls cons_tres through `forward`, timing it.
@@ -109,7 +112,7 @@ fn steer(
         .filter(|f| !excluded.contains(&f.index))
         .cloned()
         .collect();
-    let mut tiers = if cfg.node_ranking && !whole {
+    let mut tiers = if cfg.node_ranking && !whole && !call.preemption {
         nodes::plan(st, &healthy, need, job.min_nodes(), &required)
     } else {
         vec![healthy.iter().map(|f| f.index).collect()]
