@@ -161,4 +161,61 @@ fn bad_inputs_are_clear_errors() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown policy `magic`"));
+
+    let dir = scratch("faults");
+    let faults = dir.join("faults.csv");
+    std::fs::write(&faults, "time,node,gpu\n0,1,3\n").unwrap();
+    let out = bin()
+        .args([
+            "simulate",
+            "--cluster",
+            "2xdgx1v",
+            "--synthetic",
+            "20",
+            "--policies",
+            "gputopo",
+        ])
+        .arg("--faults")
+        .arg(&faults)
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (h, rows) = summary(&dir);
+    assert_eq!(rows[0][col(&h, "faults")], "1");
+    std::fs::write(&faults, "0,2,0\n").unwrap();
+    let out = bin()
+        .args([
+            "simulate",
+            "--cluster",
+            "2xdgx1v",
+            "--synthetic",
+            "20",
+            "--faults",
+        ])
+        .arg(&faults)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("outside the cluster"));
+    std::fs::write(&faults, "0,1,9\n").unwrap();
+    let out = bin()
+        .args([
+            "simulate",
+            "--cluster",
+            "2xdgx1v",
+            "--synthetic",
+            "20",
+            "--faults",
+        ])
+        .arg(&faults)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("node 1 has no GPU 9"));
+    let _ = std::fs::remove_dir_all(&dir);
 }

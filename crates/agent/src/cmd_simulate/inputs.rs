@@ -132,7 +132,6 @@ pub fn faults(
         let horizon = jobs.iter().map(|j| j.submit).fold(0.0, f64::max);
         let expected = rate * spec.gpu_count() as f64 * horizon / 86_400.0;
         let mut rng = Rng::derive(seed, 0xFA17);
-        let sizes: Vec<(u32, usize)> = spec.groups.iter().map(|(c, t)| (*c, t.len())).collect();
         let mut out = Vec::new();
         let mut t = 0.0;
         if expected > 0.0 {
@@ -142,15 +141,7 @@ pub fn faults(
                     break;
                 }
                 let node = rng.below(u64::from(spec.node_count())) as u32;
-                let (mut rest, mut gpus) = (node, 1);
-                for (c, n) in &sizes {
-                    if rest < *c {
-                        gpus = *n;
-                        break;
-                    }
-                    rest -= c;
-                }
-                let gpu = rng.below(gpus as u64) as u8;
+                let gpu = rng.below(node_gpus(spec, node) as u64) as u8;
                 out.push(Fault { time: t, node, gpu });
             }
         }
@@ -180,7 +171,27 @@ pub fn faults(
                 fault.node
             );
         }
+        if usize::from(fault.gpu) >= node_gpus(spec, fault.node) {
+            bail!(
+                "{arg}:{}: node {} has no GPU {}",
+                i + 1,
+                fault.node,
+                fault.gpu
+            );
+        }
         out.push(fault);
     }
     Ok(out)
+}
+
+/// GPUs of node `node` (0 when outside the cluster).
+fn node_gpus(spec: &ClusterSpec, node: u32) -> usize {
+    let mut rest = node;
+    for (count, topo) in &spec.groups {
+        if rest < *count {
+            return topo.len();
+        }
+        rest -= count;
+    }
+    0
 }
