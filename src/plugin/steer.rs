@@ -24,7 +24,7 @@ pub mod state;
 use std::ffi::c_int;
 
 use crate::ffi;
-use crate::slurm::job::{self, JobView};
+use crate::slurm::job::{self, JobView, ReservationArg};
 use crate::slurm::{EntryPtr, node};
 use run::Call;
 use state::Stats;
@@ -34,7 +34,7 @@ const SUMMARY_EVERY_SECS: u64 = 5;
 
 /// `select_p_job_test`: called by slurmctld with the job and node write locks held.
 #[allow(clippy::too_many_arguments)]
-pub fn job_test(
+pub fn job_test<R: ReservationArg>(
     forward: impl Fn() -> c_int,
     job: Option<EntryPtr<'_, ffi::job_record_t>>,
     bitmap: Option<EntryPtr<'_, ffi::bitstr_t>>,
@@ -43,6 +43,7 @@ pub fn job_test(
     _req_nodes: u32,
     mode: u16,
     preemptee_candidates: Option<EntryPtr<'_, ffi::xlist>>,
+    reservation: Option<EntryPtr<'_, R>>,
 ) -> c_int {
     let st = state::state();
     Stats::add(&st.stats.calls, 1);
@@ -60,6 +61,7 @@ pub fn job_test(
         max_nodes,
         mode,
         preemption: job::offers_preemption(preemptee_candidates.as_ref()),
+        gres_reserved: reservation.as_ref().is_some_and(R::limits_gpus),
     };
     let rc = run::job_test(st, &forward, &mut job, candidates, call);
     log::debug!(

@@ -209,3 +209,32 @@ pub fn offers_preemption(candidates: Option<&EntryPtr<'_, ffi::xlist>>) -> bool 
         unsafe { ListRef::<ffi::job_record_t>::from_raw(c.as_ptr()) }.is_some_and(|l| !l.is_empty())
     })
 }
+
+/// The reservation argument of a `select_p_job_test` call: 22.05 passes `exc_core_bitmap`
+/// (no GRES reservations), 23.11+ a `resv_exc_t` whose `gres_list_exc`/`gres_list_inc` name
+/// GPUs (by topology record) that reservations take away from, or limit, this job.
+pub trait ReservationArg {
+    /// True when reservations constrain which GPUs this job may get in this call.
+    fn limits_gpus(arg: &EntryPtr<'_, Self>) -> bool
+    where
+        Self: Sized;
+}
+
+impl ReservationArg for ffi::bitstr_t {
+    fn limits_gpus(_: &EntryPtr<'_, Self>) -> bool {
+        false
+    }
+}
+
+#[cfg(not(select_abi = "22.05"))]
+impl ReservationArg for ffi::resv_exc_t {
+    fn limits_gpus(arg: &EntryPtr<'_, Self>) -> bool {
+        // SAFETY: EntryPtr vouches for the live resv_exc_t argument of this call.
+        let r = unsafe { &*arg.as_ptr() };
+        let non_empty = |l: *mut ffi::xlist| {
+            // SAFETY: the reservation lists are null or live gres_state_t lists for the call.
+            unsafe { ListRef::<ffi::gres_state_t>::from_raw(l) }.is_some_and(|l| !l.is_empty())
+        };
+        non_empty(r.gres_list_exc) || non_empty(r.gres_list_inc)
+    }
+}

@@ -21,7 +21,7 @@ crate::forwarding_table! {
         req_nodes: u32, mode: u16, preemptee_candidates: *mut xlist,
         preemptee_job_list: *mut *mut xlist, exc_core_bitmap: *mut bitstr_t,
     ) -> c_int, fail = SLURM_ERROR
-        => crate::plugin::steer::job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates);
+        => crate::plugin::steer::job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, exc_core_bitmap);
     forward fn select_p_job_begin(job_ptr: *mut job_record_t) -> c_int, fail = SLURM_ERROR;
     forward fn select_p_job_ready(job_ptr: *mut job_record_t) -> c_int, fail = SLURM_ERROR;
     forward fn select_p_job_expand(from_job_ptr: *mut job_record_t, to_job_ptr: *mut job_record_t) -> c_int, fail = SLURM_ERROR;

@@ -24,7 +24,7 @@ crate::forwarding_table! {
         preemptee_job_list: *mut *mut xlist, resv_exc_ptr: *mut resv_exc_t,
         will_run_ptr: *mut will_run_data_t,
     ) -> c_int, fail = SLURM_ERROR
-        => crate::plugin::steer::job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates);
+        => crate::plugin::steer::job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, resv_exc_ptr);
     forward fn select_p_job_begin(job_ptr: *mut job_record_t) -> c_int, fail = SLURM_ERROR;
     forward fn select_p_job_ready(job_ptr: *mut job_record_t) -> c_int, fail = SLURM_ERROR;
     forward fn select_p_job_expand(from_job_ptr: *mut job_record_t, to_job_ptr: *mut job_record_t) -> c_int, fail = SLURM_ERROR;

@@ -38,7 +38,15 @@ struct Write {
 }
 
 /// Re-picks the GPUs of `job` on the nodes cons_tres just chose. See the module docs.
-pub fn repick_job(st: &SteerState, cfg: &SelectConfig, job: &mut JobView<'_>) -> JobRepick {
+///
+/// With `stock_only` (GRES reservations constrain the job in ways this plugin does not model)
+/// cons_tres's pick is the only eligible set: it is kept, or its node excluded if faulty.
+pub fn repick_job(
+    st: &SteerState,
+    cfg: &SelectConfig,
+    job: &mut JobView<'_>,
+    stock_only: bool,
+) -> JobRepick {
     let Some(res) = job.resources() else {
         return JobRepick::Done { replaced: 0 };
     };
@@ -93,7 +101,11 @@ pub fn repick_job(st: &SteerState, cfg: &SelectConfig, job: &mut JobView<'_>) ->
                 topo: &topo,
                 stock,
                 constraints: Constraints {
-                    of_type: ng.of_type(req.type_id()),
+                    of_type: if stock_only {
+                        stock
+                    } else {
+                        ng.of_type(req.type_id())
+                    },
                     allocated: node_alloc.union(already),
                     shared_in_use: ng.shared_in_use(),
                     bound: binding.then_some(near),

@@ -33,6 +33,9 @@ pub struct Call {
     /// The call offers preemptable jobs: no narrowing (cons_tres may append preemptees to
     /// its output list on each successful try, and must see every node to plan preemption).
     pub preemption: bool,
+    /// GRES reservations constrain this job's GPUs (24.11 `resv_exc_t` lists): the re-pick
+    /// then keeps cons_tres's indices (it only avoids faulty GPUs by excluding the node).
+    pub gres_reserved: bool,
 }
 
 /// Calls cons_tres through `forward`, timing it.
@@ -150,7 +153,7 @@ fn steer(
             tier += 1;
             continue;
         }
-        match repick_job(st, &cfg, job) {
+        match repick_job(st, &cfg, job, call.gres_reserved) {
             JobRepick::Done { .. } => break,
             JobRepick::Exclude(nodes) => {
                 exclusions += 1;
