@@ -149,7 +149,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     print!("{}", report::table(&title, &rows));
     if let Some(dir) = &args.out {
         report::write(dir, &title, &rows, !args.no_plots)?;
-        println!("wrote {}", dir.display());
+        eprintln!("wrote {}", dir.display());
     }
     Ok(0)
 }
