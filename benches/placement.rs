@@ -6,7 +6,7 @@
 //!
 //! Run: `cargo bench -p gputopo-core --bench placement -- --quick` (figures in docs/engine.md).
 
-use criterion::{BenchmarkId, Criterion, black_box, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, black_box, criterion_group, criterion_main};
 use gputopo_core::GpuSet;
 use gputopo_core::placement::{Exhaustive, Gputopo, Request, TopoTables, rank_nodes};
 use gputopo_core::topology::{NodeTopology, fixture};
@@ -118,8 +118,25 @@ fn decisions(c: &mut Criterion, label: &str, topo: &NodeTopology, max_k: usize, 
             });
         }
     }
-    // Cold search: a fresh table set per iteration would measure the build; instead force the
-    // branch and bound (required GPU present, so no tier/memo applies).
+    // Cold search on > 8-GPU nodes: the memo is cleared before every batch of distinct
+    // requests, so each decision runs the branch and bound.
+    if n > 8 {
+        for (name, near) in [("no-near", false), ("near-socket", true)] {
+            let cs = cases(n, max_k, 256, near, 0xC01D);
+            g.bench_function(BenchmarkId::new("gputopo-cold", name), |b| {
+                b.iter_batched(
+                    || handle.clear_memo(),
+                    |()| {
+                        for (free, req) in &cs {
+                            black_box(Gputopo::choose_on(&handle, *free, req));
+                        }
+                    },
+                    BatchSize::PerIteration,
+                )
+            });
+        }
+    }
+    // With a required GPU (on ≤ 8 GPUs this is the branch and bound; above, memoised).
     let cs: Vec<(GpuSet, Request)> = cases(n, max_k, 256, false, 7)
         .into_iter()
         .map(|(free, mut req)| {
@@ -127,7 +144,7 @@ fn decisions(c: &mut Criterion, label: &str, topo: &NodeTopology, max_k: usize, 
             (free, req)
         })
         .collect();
-    g.bench_function(BenchmarkId::new("gputopo", "required(search)"), |b| {
+    g.bench_function(BenchmarkId::new("gputopo", "required"), |b| {
         b.iter(|| {
             for (free, req) in &cs {
                 black_box(Gputopo::choose_on(&handle, *free, req));

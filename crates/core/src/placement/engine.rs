@@ -28,7 +28,7 @@
 //! subset's quality and leftover pairing, and per request size the best same-size subset of
 //! every mask; on ≤ 8-GPU nodes also the whole decision per free mask ([`super::tables`]).
 //! A decision is then a table lookup (≤ 8 GPUs) or a branch and bound whose bounds are table
-//! lookups (≤ 16 GPUs, [`super::search`]). The first decision of a new size `k` on a new
+//! lookups (≤ 16 GPUs, `super::search`). The first decision of a new size `k` on a new
 //! topology pays for that size's table (microseconds at 8 GPUs, about a millisecond at 16);
 //! `docs/engine.md` has the measured cold and warm figures.
 //!

@@ -45,7 +45,7 @@
 //!
 //! The functions here compute everything from the topology directly. They are the
 //! specification, used by the exhaustive oracle and by `score`; the fast path in
-//! [`super::tables`] and [`super::search`] must agree with them.
+//! [`super::tables`] and `super::search` must agree with them.
 
 use crate::gpuset::GpuSet;
 use crate::topology::{Link, NodeTopology, PcieLevel};

@@ -287,6 +287,14 @@ impl TopoTables {
         }
     }
 
+    /// Forgets the memoised decisions (the tables stay): for memory pressure, and for
+    /// measuring the cold search path.
+    pub fn clear_memo(&self) {
+        if let Ok(mut m) = self.memo.lock() {
+            m.clear();
+        }
+    }
+
     /// Looks up a memoised decision.
     pub(crate) fn memo_get(&self, k: usize, f: u32, near: u32, req: u32) -> Option<Memoised> {
         self.memo
