@@ -61,26 +61,15 @@ mod tests {
         let a = dgx_a100();
         assert!((0..8).all(|x| (0..8).all(|y| x == y || a.link(x, y).nvlinks == 12)));
         assert_eq!(hgx_h100().link(3, 4).nvlinks, 18);
+        let nv = |t: &NodeTopology, pairs: &[(usize, usize)]| -> Vec<u8> {
+            pairs.iter().map(|&(a, b)| t.link(a, b).nvlinks).collect()
+        };
         let r = rtx8000x4();
-        assert_eq!(
-            (
-                r.link(0, 3).nvlinks,
-                r.link(1, 2).nvlinks,
-                r.link(0, 1).nvlinks
-            ),
-            (2, 2, 0)
-        );
+        assert_eq!(nv(&r, &[(0, 3), (1, 2), (0, 1)]), [2, 2, 0]);
         assert_eq!(r.link(0, 1).pcie, PcieLevel::Node);
         assert_eq!(r.link(0, 2).pcie, PcieLevel::Sys);
         let p = a100_pcie4();
-        assert_eq!(
-            (
-                p.link(0, 1).nvlinks,
-                p.link(2, 3).nvlinks,
-                p.link(1, 2).nvlinks
-            ),
-            (12, 12, 0)
-        );
+        assert_eq!(nv(&p, &[(0, 1), (2, 3), (1, 2)]), [12, 12, 0]);
         assert_eq!(p.link(1, 2).pcie, PcieLevel::Sys);
         assert_eq!(pcie8().max_nvlinks(), 0);
         assert_eq!(dgx1p().link(0, 4).nvlinks, 1);

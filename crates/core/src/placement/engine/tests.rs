@@ -39,41 +39,18 @@ const fn case(
     }
 }
 
+#[rustfmt::skip]
 fn known_answers() -> Vec<Case> {
     use fixtures::*;
     vec![
         case("dgx1v idle 2 -> NV2+PIX", dgx1v, None, 2, Some(&[2, 3])),
         case("dgx1v idle 4 -> quad", dgx1v, None, 4, Some(&[0, 1, 2, 3])),
         case("dgx1v idle 3", dgx1v, None, 3, Some(&[0, 2, 3])),
-        case(
-            "dgx1v {0,1,4} 2 -> NV2 cross socket",
-            dgx1v,
-            Some(&[0, 1, 4]),
-            2,
-            Some(&[0, 4]),
-        ),
-        case(
-            "dgx1v {0,2,4,5} 2 (go says {4,5})",
-            dgx1v,
-            Some(&[0, 2, 4, 5]),
-            2,
-            Some(&[0, 4]),
-        ),
-        case(
-            "dgx1v {0,4,5,6} 2",
-            dgx1v,
-            Some(&[0, 4, 5, 6]),
-            2,
-            Some(&[5, 6]),
-        ),
+        case("dgx1v {0,1,4} 2 -> NV2 cross socket", dgx1v, Some(&[0, 1, 4]), 2, Some(&[0, 4])),
+        case("dgx1v {0,2,4,5} 2 (go says {4,5})", dgx1v, Some(&[0, 2, 4, 5]), 2, Some(&[0, 4])),
+        case("dgx1v {0,4,5,6} 2", dgx1v, Some(&[0, 4, 5, 6]), 2, Some(&[5, 6])),
         case("dgx1v {0,1,3} 2", dgx1v, Some(&[0, 1, 3]), 2, Some(&[0, 3])),
-        case(
-            "dgx1v {0,1,4} 1 keeps the NV2 pair",
-            dgx1v,
-            Some(&[0, 1, 4]),
-            1,
-            Some(&[1]),
-        ),
+        case("dgx1v {0,1,4} 1 keeps the NV2 pair", dgx1v, Some(&[0, 1, 4]), 1, Some(&[1])),
         case("dgx1v too few", dgx1v, Some(&[0, 1]), 3, None),
         Case {
             required: &[4],
@@ -97,112 +74,28 @@ fn known_answers() -> Vec<Case> {
         },
         case("dgx1p idle 2 -> PIX NV1", dgx1p, None, 2, Some(&[0, 2])),
         case("dgx1p idle 4", dgx1p, None, 4, Some(&[0, 1, 2, 3])),
-        case(
-            "hgx-h100 idle 2 -> same socket",
-            hgx_h100,
-            None,
-            2,
-            Some(&[0, 1]),
-        ),
-        case(
-            "hgx-h100 idle 4 -> one socket",
-            hgx_h100,
-            None,
-            4,
-            Some(&[0, 1, 2, 3]),
-        ),
+        case("hgx-h100 idle 2 -> same socket", hgx_h100, None, 2, Some(&[0, 1])),
+        case("hgx-h100 idle 4 -> one socket", hgx_h100, None, 4, Some(&[0, 1, 2, 3])),
         Case {
             near: &[4, 5, 6, 7],
             ..case("hgx-h100 near socket 1", hgx_h100, None, 2, Some(&[4, 5]))
         },
         // Any NVSwitch set is NV18; the lookahead keeps the other socket's quad whole.
-        case(
-            "hgx-h100 {0,1,2,4,5,6} 3",
-            hgx_h100,
-            Some(&[0, 1, 2, 4, 5, 6]),
-            3,
-            Some(&[0, 1, 2]),
-        ),
-        case(
-            "hgx-h100 {0,1,4,5,6,7} 2 -> leave a quad",
-            hgx_h100,
-            Some(&[0, 1, 4, 5, 6, 7]),
-            2,
-            Some(&[0, 1]),
-        ),
-        case(
-            "dgx-a100 idle 2 -> PXB pair",
-            dgx_a100,
-            None,
-            2,
-            Some(&[0, 1]),
-        ),
-        case(
-            "dgx-a100 {1,2,3,4} 2 -> PXB pair",
-            dgx_a100,
-            Some(&[1, 2, 3, 4]),
-            2,
-            Some(&[2, 3]),
-        ),
+        case("hgx-h100 {0,1,2,4,5,6} 3", hgx_h100, Some(&[0, 1, 2, 4, 5, 6]), 3, Some(&[0, 1, 2])),
+        case("hgx-h100 {0,1,4,5,6,7} 2 -> leave a quad", hgx_h100, Some(&[0, 1, 4, 5, 6, 7]), 2, Some(&[0, 1])),
+        case("dgx-a100 idle 2 -> PXB pair", dgx_a100, None, 2, Some(&[0, 1])),
+        case("dgx-a100 {1,2,3,4} 2 -> PXB pair", dgx_a100, Some(&[1, 2, 3, 4]), 2, Some(&[2, 3])),
         case("dgx2 idle 2 -> PIX pair", dgx2, None, 2, Some(&[0, 1])),
-        case(
-            "dgx2 idle 8 -> one board",
-            dgx2,
-            None,
-            8,
-            Some(&[0, 1, 2, 3, 4, 5, 6, 7]),
-        ),
-        case(
-            "dgx2 {1,2,3,8,9} 2 -> lowest PIX pair",
-            dgx2,
-            Some(&[1, 2, 3, 8, 9]),
-            2,
-            Some(&[2, 3]),
-        ),
+        case("dgx2 idle 8 -> one board", dgx2, None, 8, Some(&[0, 1, 2, 3, 4, 5, 6, 7])),
+        case("dgx2 {1,2,3,8,9} 2 -> lowest PIX pair", dgx2, Some(&[1, 2, 3, 8, 9]), 2, Some(&[2, 3])),
         case("rtx8000 idle 2 -> NV2", rtx8000x4, None, 2, Some(&[0, 3])),
-        case(
-            "rtx8000 {0,1,3} 2",
-            rtx8000x4,
-            Some(&[0, 1, 3]),
-            2,
-            Some(&[0, 3]),
-        ),
-        case(
-            "a100-pcie4 idle 2 -> bridged pair",
-            a100_pcie4,
-            None,
-            2,
-            Some(&[0, 1]),
-        ),
-        case(
-            "a100-pcie4 {1,2,3} 2",
-            a100_pcie4,
-            Some(&[1, 2, 3]),
-            2,
-            Some(&[2, 3]),
-        ),
+        case("rtx8000 {0,1,3} 2", rtx8000x4, Some(&[0, 1, 3]), 2, Some(&[0, 3])),
+        case("a100-pcie4 idle 2 -> bridged pair", a100_pcie4, None, 2, Some(&[0, 1])),
+        case("a100-pcie4 {1,2,3} 2", a100_pcie4, Some(&[1, 2, 3]), 2, Some(&[2, 3])),
         case("pcie8 idle 2 -> PIX", pcie8, None, 2, Some(&[0, 1])),
-        case(
-            "pcie8 idle 4 -> one socket",
-            pcie8,
-            None,
-            4,
-            Some(&[0, 1, 2, 3]),
-        ),
-        case(
-            "pcie8 {0,2,3,4} 2 -> PIX",
-            pcie8,
-            Some(&[0, 2, 3, 4]),
-            2,
-            Some(&[2, 3]),
-        ),
-        case(
-            "pcie8 {0,2,4,6} 2 -> same socket",
-            pcie8,
-            Some(&[0, 2, 4, 6]),
-            2,
-            Some(&[0, 2]),
-        ),
+        case("pcie8 idle 4 -> one socket", pcie8, None, 4, Some(&[0, 1, 2, 3])),
+        case("pcie8 {0,2,3,4} 2 -> PIX", pcie8, Some(&[0, 2, 3, 4]), 2, Some(&[2, 3])),
+        case("pcie8 {0,2,4,6} 2 -> same socket", pcie8, Some(&[0, 2, 4, 6]), 2, Some(&[0, 2])),
     ]
 }
 
