@@ -82,7 +82,7 @@ pub fn select_nodeinfo_set(
 
 /// `select_p_reconfigure`: re-read gputopo.conf, forget cached health and topologies.
 pub fn reconfigure() {
-    state::state().reconfigure();
+    state::reconfigure();
 }
 
 /// Slurm's name for a job_test mode (flag bits ignored), as in its own debug output.

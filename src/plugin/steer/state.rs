@@ -110,6 +110,17 @@ pub fn state() -> &'static SteerState {
     })
 }
 
+/// `select_p_reconfigure`: refresh the state if it exists (24.11 also calls this right after
+/// start-up; building the state then reads the config once).
+pub fn reconfigure() {
+    match STATE.get() {
+        Some(st) => st.reconfigure(),
+        None => {
+            state();
+        }
+    }
+}
+
 /// Where gputopo.conf is: `$GPUTOPO_CONF`, else next to slurmctld's slurm.conf.
 fn config_path() -> PathBuf {
     let slurm_conf = crate::slurm::conf::slurm_conf_path();
