@@ -233,6 +233,13 @@ pub unsafe fn node_gres<'a>(list: *mut ffi::xlist, name: &str) -> Option<NodeGre
 }
 
 impl<'a> NodeGres<'a> {
+    /// Identity of this GRES state object (its address): slurmctld replaces the object when
+    /// it rebuilds the node's GRES state (registration, reconfigure), so a cache keyed on it
+    /// notices.
+    pub fn id(&self) -> usize {
+        std::ptr::from_ref(self.ns) as usize
+    }
+
     /// GPUs Slurm can allocate on the node (`gres_cnt_avail`).
     pub fn count(&self) -> usize {
         usize::try_from(self.ns.gres_cnt_avail).unwrap_or(0)

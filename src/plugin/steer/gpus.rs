@@ -73,11 +73,10 @@ pub fn repick_job(
                 continue;
             };
             let Some(ng) = nv.gpus() else { continue };
-            let agent = st.node_health(&nv);
-            let Some(topo) = st.topology(&nv, &ng, agent.as_ref(), cfg.prefer_agent_topology)
-            else {
+            let Some(model) = st.model(&nv, &ng, cfg.prefer_agent_topology) else {
                 continue;
             };
+            let topo = &model.topo;
             let width = req.selected_width(ni).unwrap_or(0);
             if width != topo.len() || ng.count() != topo.len() {
                 log::debug!(
@@ -98,19 +97,19 @@ pub fn repick_job(
             let cores = res.cores_on(job_node);
             let near = ng.near_cores(&cores);
             let input = NodeInput {
-                topo: &topo,
+                topo,
                 stock,
                 constraints: Constraints {
                     of_type: if stock_only {
                         stock
                     } else {
-                        ng.of_type(req.type_id())
+                        model.of_type(req.type_id())
                     },
                     allocated: node_alloc.union(already),
                     shared_in_use: ng.shared_in_use(),
                     bound: binding.then_some(near),
                 },
-                health: health_masks(agent.as_ref(), cfg),
+                health: health_masks(model.health.as_deref(), cfg),
                 near,
                 whole_node: whole,
             };

@@ -83,17 +83,16 @@ pub fn gather(
     for &ni in nodes {
         let fact = node::view(job, ni).and_then(|nv| {
             let ng = nv.gpus()?;
-            let agent = st.node_health(&nv);
-            let topo = st.topology(&nv, &ng, agent.as_ref(), cfg.prefer_agent_topology)?;
-            let of_type = ng.of_type(need.type_id).intersection(topo.all());
+            let model = st.model(&nv, &ng, cfg.prefer_agent_topology)?;
+            let of_type = model.of_type(need.type_id);
             Some(NodeFacts {
                 index: ni,
                 free: of_type
                     .difference(ng.allocated())
                     .difference(ng.shared_in_use()),
                 of_type,
-                health: health_masks(agent.as_ref(), cfg),
-                topo,
+                health: health_masks(model.health.as_deref(), cfg),
+                topo: Arc::clone(&model.topo),
             })
         });
         match fact {

@@ -7,12 +7,11 @@
 //! never held across a call into Slurm or cons_tres.
 
 use std::collections::HashMap;
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
+use gputopo_core::GpuSet;
 use gputopo_core::config::{Config, SelectConfig};
 use gputopo_core::health::{NodeHealth, Status, parse_extra};
 use gputopo_core::placement::engine::Gputopo;
@@ -84,8 +83,8 @@ impl Stats {
 #[derive(Debug)]
 pub struct SteerState {
     config: RwLock<SelectConfig>,
-    health: Mutex<HealthCache<NodeHealth>>,
-    topologies: Mutex<HashMap<String, (u64, Arc<NodeTopology>)>>,
+    health: Mutex<HealthCache<Arc<NodeHealth>>>,
+    models: Mutex<HashMap<usize, ModelEntry>>,
     /// The placement engine (interns per-topology tables).
     pub engine: Gputopo,
     /// Counters.
@@ -104,7 +103,7 @@ pub fn state() -> &'static SteerState {
     STATE.get_or_init(|| SteerState {
         config: RwLock::new(load_config()),
         health: Mutex::new(HealthCache::new()),
-        topologies: Mutex::new(HashMap::new()),
+        models: Mutex::new(HashMap::new()),
         engine: Gputopo::new(),
         stats: Stats::default(),
     })
@@ -173,7 +172,7 @@ impl SteerState {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
-        self.topologies
+        self.models
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
@@ -182,10 +181,11 @@ impl SteerState {
 
     /// The node's published health (parsed once per `Extra` change); `None` when there is
     /// none or it is malformed (logged once per distinct malformed value).
-    pub fn node_health(&self, node: &NodeView<'_>) -> Option<NodeHealth> {
+    fn node_health(&self, node: &NodeView<'_>) -> Option<Arc<NodeHealth>> {
         let mut cache = self.health.lock().unwrap_or_else(PoisonError::into_inner);
-        match cache.lookup(node.name(), node.extra(), parse_extra) {
-            Lookup::Parsed(h) => Some(h.clone()),
+        let parse = |s: &str| parse_extra(s).map(|h| h.map(Arc::new));
+        match cache.lookup(node.name(), node.extra(), parse) {
+            Lookup::Parsed(h) => Some(Arc::clone(h)),
             Lookup::Malformed { error, first_seen } => {
                 if first_seen {
                     log::error!(
@@ -199,38 +199,79 @@ impl SteerState {
         }
     }
 
-    /// The node's topology: `Links=`/`Cores=` from its GRES state in slurmctld, overridden
-    /// by the agent's published links when `prefer_agent` (NVSwitch boards, where Slurm's
-    /// Links are all 0). Cached per node until any input changes.
-    pub fn topology(
+    /// What gputopo knows of a node's GPUs: its topology (`Links=`/`Cores=` from its GRES
+    /// state in slurmctld, overridden by the agent's published links when
+    /// `PreferAgentTopology`; NVSwitch boards, where Slurm's Links are all 0), its published
+    /// health, and its GPU types. Cached per node and rebuilt when the node's GRES state
+    /// object or its `Extra` text changes (both are replaced, not edited, by slurmctld on
+    /// registration, reconfigure and `scontrol update`), or on `scontrol reconfigure`.
+    pub fn model(
         &self,
         node: &NodeView<'_>,
         gres: &NodeGres<'_>,
-        agent: Option<&NodeHealth>,
         prefer_agent: bool,
-    ) -> Option<Arc<NodeTopology>> {
-        let links = gres.links();
-        let cores = gres.gpu_cores();
-        let agent = agent.filter(|_| prefer_agent);
-        let mut h = DefaultHasher::new();
-        (&links, &cores, node.cores_per_socket()).hash(&mut h);
-        agent
-            .map(|a| format!("{:?}{:?}", a.links, a.pcie))
-            .hash(&mut h);
-        let key = h.finish();
-        let mut map = self
-            .topologies
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some((k, t)) = map.get(node.name()) {
-            if *k == key {
-                return Some(Arc::clone(t));
+    ) -> Option<Arc<NodeModel>> {
+        let key = node.index().0;
+        let extra = node.extra();
+        {
+            let map = self.models.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(e) = map.get(&key) {
+                if e.gres_id == gres.id() && e.extra.as_deref() == extra {
+                    return Some(Arc::clone(&e.model));
+                }
             }
         }
-        let topo = Arc::new(build_topology(node, &cores, links.as_deref(), agent)?);
-        map.insert(node.name().to_string(), (key, Arc::clone(&topo)));
-        Some(topo)
+        let health = self.node_health(node);
+        let agent = health.as_deref().filter(|_| prefer_agent);
+        let topo = build_topology(node, &gres.gpu_cores(), gres.links().as_deref(), agent)?;
+        let types = gres.topo().iter().map(|t| (t.type_id, t.gpus)).collect();
+        let model = Arc::new(NodeModel {
+            topo: Arc::new(topo),
+            health,
+            types,
+        });
+        self.models
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                key,
+                ModelEntry {
+                    gres_id: gres.id(),
+                    extra: extra.map(str::to_string),
+                    model: Arc::clone(&model),
+                },
+            );
+        Some(model)
     }
+}
+
+/// A node's GPUs as the decisions see them (see [`SteerState::model`]).
+#[derive(Debug)]
+pub struct NodeModel {
+    /// The interconnect.
+    pub topo: Arc<NodeTopology>,
+    /// Published health, if any.
+    pub health: Option<Arc<NodeHealth>>,
+    /// (type id, GPUs) per topology record.
+    pub types: Vec<(u32, GpuSet)>,
+}
+
+impl NodeModel {
+    /// GPUs of type `type_id` (every GPU for an untyped request), as cons_tres matches types.
+    pub fn of_type(&self, type_id: Option<u32>) -> GpuSet {
+        self.types
+            .iter()
+            .filter(|(t, _)| type_id.is_none_or(|id| id == *t))
+            .fold(GpuSet::EMPTY, |acc, (_, g)| acc.union(*g))
+            .intersection(self.topo.all())
+    }
+}
+
+#[derive(Debug)]
+struct ModelEntry {
+    gres_id: usize,
+    extra: Option<String>,
+    model: Arc<NodeModel>,
 }
 
 /// Builds the core model of a node from Slurm's view (sockets from `Cores=`, PCIe levels
@@ -284,7 +325,7 @@ pub fn health_masks(health: Option<&NodeHealth>, cfg: &SelectConfig) -> HealthMa
             h.with_status(Status::Degraded)
                 .union(h.with_status(Status::Unknown))
         } else {
-            gputopo_core::GpuSet::EMPTY
+            GpuSet::EMPTY
         },
     }
 }
