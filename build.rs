@@ -258,7 +258,8 @@ fn generate_bindings(src: &Path) -> Result<(), String> {
 /// that every libslurmfull function we call exists in this release, and rustc's `-z now` then
 /// cannot surprise us at dlopen time. slurmctld-only symbols are never referenced directly
 /// (src/slurm/ctld.rs resolves them with dlsym). Without an installed release the build warns
-/// and leaves the symbols undefined (they still resolve at load time inside Slurm).
+/// and leaves the symbols undefined (they still resolve at load time inside Slurm). With the
+/// library, the cdylib is linked with `-z defs`, so the linker really checks every reference.
 fn link_slurmfull(release: &str) {
     let dir = env::var_os("SLURM_LIB_DIR").map(PathBuf::from).or_else(|| {
         DEFAULT_LIB_DIRS
@@ -271,6 +272,9 @@ fn link_slurmfull(release: &str) {
             println!("cargo::rustc-link-search=native={}", dir.display());
             println!("cargo::rustc-link-lib=dylib=slurmfull");
             println!("cargo::rustc-link-arg=-Wl,-rpath,{}", dir.display());
+            // Make the linker prove it: an undefined symbol that libslurmfull (or libc) does not
+            // define, e.g. a slurmctld-only one, fails the build instead of the dlopen.
+            println!("cargo::rustc-cdylib-link-arg=-Wl,-z,defs");
         }
         None => println!(
             "cargo::warning=libslurmfull.so of Slurm {release} not found (set SLURM_LIB_DIR); symbols stay undefined until load time"
