@@ -30,9 +30,10 @@ fn slurm_level(level: Level) -> (ffi::log_level_t, &'static str) {
         .map_or((ffi::log_level_t_LOG_LEVEL_INFO, ""), |(_, s, p)| (*s, *p))
 }
 
-/// Plugin name printed before every message: the role is the log target's module.
+/// Plugin name printed before every message: the role is the log target's module
+/// (`gputopo::plugin::priority::*`, `gputopo::slurm::prio::*` → priority; all else → select).
 fn role_prefix(target: &str) -> &'static str {
-    if target.contains("priority") {
+    if target.contains("::prio") {
         "priority/gputopo"
     } else {
         "select/gputopo"
@@ -123,5 +124,15 @@ mod tests {
         for (name, slurm, want) in cases {
             assert_eq!(filter_for(slurm as c_int), want, "{name}");
         }
+    }
+
+    #[test]
+    fn role_prefix_follows_the_module() {
+        assert_eq!(
+            role_prefix("gputopo::plugin::priority::recalc"),
+            "priority/gputopo"
+        );
+        assert_eq!(role_prefix("gputopo::slurm::prio::job"), "priority/gputopo");
+        assert_eq!(role_prefix("gputopo::plugin::steer"), "select/gputopo");
     }
 }
