@@ -59,6 +59,13 @@ pub(crate) fn decide(
     if required == 0 {
         if let Some(tiers) = &size.tiers {
             let (sets, head) = tiers.tier(free);
+            if near == 0 {
+                return sets.first().map(|&s| Decision {
+                    set: u32::from(s),
+                    head,
+                    near: 0,
+                });
+            }
             let mut best: Option<(u32, u32)> = None;
             for &s in sets {
                 let c = (u32::from(s) & near).count_ones();
