@@ -62,7 +62,7 @@ impl Role for PriorityRole {
         STATE.reload();
         if !with_dbd {
             log::info!(
-                "priority/gputopo: no slurmdbd: age counts from eligible time and fair share from gputopo's usage ledger"
+                "no slurmdbd: age counts from eligible time and fair share from gputopo's usage ledger"
             );
         }
         #[cfg(priority_abi = "22.05")]
@@ -96,10 +96,7 @@ fn set(_last_prio: u32, job: Option<EntryPtr<'_, ffi::job_record_t>>) -> Result<
     let ext = if STATE.with_dbd() { None } else { ext.as_ref() };
     let _assoc = prio::AssocLock::acquire(false, false);
     let p = compute(&mut job, &cfg, ext, now());
-    log::debug!(
-        "priority/gputopo: initial priority for job {} is {p}",
-        job.id()
-    );
+    log::debug!("initial priority for job {} is {p}", job.id());
     Ok(p)
 }
 

@@ -83,10 +83,7 @@ pub fn pass(recover: bool) {
             ext.save();
         }
     }
-    log::debug!(
-        "priority/gputopo: recalculated priorities in {} s",
-        now() - start
-    );
+    log::debug!("recalculated priorities in {} s", now() - start);
 }
 
 /// The loop body of the recalculation thread; returns when asked to stop.
@@ -94,10 +91,7 @@ pub fn run() {
     loop {
         let t0 = std::time::Instant::now();
         pass(false);
-        log::debug!(
-            "priority/gputopo: recalculation took {} us",
-            t0.elapsed().as_micros()
-        );
+        log::debug!("recalculation took {} us", t0.elapsed().as_micros());
         let (period, _) = prio::periods();
         let (lock, cv) = &STATE.stop;
         let stop = lock.lock().unwrap_or_else(PoisonError::into_inner);
@@ -117,13 +111,15 @@ pub fn start_thread() {
         return;
     }
     *STATE.stop.0.lock().unwrap_or_else(PoisonError::into_inner) = false;
-    match std::thread::Builder::new().name("gputopo-prio".into()).spawn(|| {
-        if std::panic::catch_unwind(run).is_err() {
-            log::error!("priority/gputopo: recalculation thread panicked; priorities are no longer recalculated");
-        }
-    }) {
+    match std::thread::Builder::new()
+        .name("gputopo-prio".into())
+        .spawn(|| {
+            if std::panic::catch_unwind(run).is_err() {
+                log::error!("recalculation thread panicked; priorities are no longer recalculated");
+            }
+        }) {
         Ok(h) => *t = Some(h),
-        Err(e) => log::error!("priority/gputopo: cannot start the recalculation thread: {e}"),
+        Err(e) => log::error!("cannot start the recalculation thread: {e}"),
     }
 }
 

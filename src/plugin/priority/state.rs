@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 
@@ -42,6 +43,9 @@ pub struct State {
     pub thread: Mutex<Option<JoinHandle<()>>>,
 }
 
+/// The TRES count the TRES weights were last parsed for (parse once per TRES table).
+static TRES_SEEN: AtomicUsize = AtomicUsize::new(0);
+
 /// The one state of this process.
 pub static STATE: State = State {
     cfg: RwLock::new(None),
@@ -67,7 +71,12 @@ impl State {
             .unwrap_or_else(PoisonError::into_inner)
             .as_ref()
             .is_some_and(|c| c.tres_weights.is_none());
-        if missing_tres && prio::tres_weights_configured() && prio::tres_count() > 0 {
+        let tres_cnt = prio::tres_count();
+        if missing_tres
+            && prio::tres_weights_configured()
+            && tres_cnt > 0
+            && TRES_SEEN.swap(tres_cnt, Ordering::Relaxed) != tres_cnt
+        {
             self.reload();
         }
         self.cfg
@@ -81,7 +90,7 @@ impl State {
     pub fn reload(&self) {
         let cfg = prio::priority_config();
         log::info!(
-            "priority/gputopo: weights age={} assoc={} fairshare={} jobsize={} partition={} qos={} tres={:?} maxage={}s favorsmall={} flags={:#x}",
+            "weights age={} assoc={} fairshare={} jobsize={} partition={} qos={} tres={:?} maxage={}s favorsmall={} flags={:#x}",
             cfg.weights.age,
             cfg.weights.assoc,
             cfg.weights.fairshare,
@@ -118,15 +127,12 @@ pub fn load_extension(now: i64) -> Extension {
     let dir = prio::state_save_location();
     let ledger = match dir.as_deref().map(|d| Ledger::load(d, half_life)) {
         Some(Ok(Some(l))) => {
-            log::info!(
-                "priority/gputopo: usage ledger recovered ({} entries)",
-                l.len()
-            );
+            log::info!("usage ledger recovered ({} entries)", l.len());
             l
         }
         Some(Ok(None)) | None => Ledger::new(half_life, now),
         Some(Err(e)) => {
-            log::error!("priority/gputopo: {e}; starting with an empty usage ledger");
+            log::error!("{e}; starting with an empty usage ledger");
             Ledger::new(half_life, now)
         }
     };
@@ -180,7 +186,7 @@ impl Extension {
     pub fn save(&self) {
         if let Some(dir) = &self.dir {
             if let Err(e) = self.ledger.save(dir) {
-                log::error!("priority/gputopo: {e}");
+                log::error!("{e}");
             }
         }
     }
@@ -199,10 +205,7 @@ pub fn compute(
         return job.priority();
     }
     if !job.has_details() {
-        log::error!(
-            "priority/gputopo: job {} has no details, can't set priority",
-            job.id()
-        );
+        log::error!("job {} has no details, can't set priority", job.id());
         job.clear_factors();
         return 0;
     }
@@ -239,7 +242,7 @@ pub fn compute(
     let res = job_priority(cfg, prio::cluster(), &input, now, prev.as_deref());
     if res.clamped {
         log::error!(
-            "priority/gputopo: job {} priority exceeds 32 bits, reduced to 4294967295",
+            "job {} priority exceeds 32 bits, reduced to 4294967295",
             job.id()
         );
     }
