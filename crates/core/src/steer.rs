@@ -31,8 +31,8 @@ use std::fmt;
 /// What the steering rules need from a placement engine: the best set for a request, and a
 /// score to compare two sets on one node (higher is better).
 pub trait Placer {
-    /// Comparable quality of a GPU set; `Debug` so decisions can be logged.
-    type Score: Ord + Copy + fmt::Debug;
+    /// Comparable quality of a GPU set; printable so decisions can be logged.
+    type Score: Ord + Copy + fmt::Debug + fmt::Display;
 
     /// The best `req.count` GPUs out of `free`, or `None` when impossible.
     fn choose(&self, topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<GpuSet>;

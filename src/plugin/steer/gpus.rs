@@ -154,7 +154,7 @@ pub fn repick_job(
 
 /// One line per node decision: at info level with `LogDecisions=yes`, else at debug level
 /// when Slurm's `DebugFlags` has `SelectType` or `Gres`.
-fn log_decision<S: std::fmt::Debug>(
+fn log_decision<S: std::fmt::Display>(
     cfg: &SelectConfig,
     job: u32,
     node: &str,
@@ -179,7 +179,7 @@ fn log_decision<S: std::fmt::Debug>(
             old_score,
             new_score,
         } => format!(
-            "chose {set} score={new_score:?} instead of {} score={old_score:?} ({why:?})",
+            "chose {set} ({new_score}) instead of {} ({old_score}) ({why:?})",
             input.stock
         ),
         Decision::ExcludeNode(r) => format!("exclude node ({r:?})"),

@@ -13,7 +13,14 @@ use std::cmp::Reverse;
 pub(crate) struct BruteForce;
 
 /// (bottleneck NVLinks, total NVLinks, best worst-PCIe level, near GPUs).
-pub(crate) type OracleScore = (u8, u32, Reverse<PcieLevel>, usize);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct OracleScore(pub u8, pub u32, pub Reverse<PcieLevel>, pub usize);
+
+impl std::fmt::Display for OracleScore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "nv{}/{}/{}", self.0, self.1, (self.2).0)
+    }
+}
 
 impl BruteForce {
     fn score_near(topo: &NodeTopology, set: GpuSet, near: GpuSet) -> OracleScore {
@@ -32,7 +39,7 @@ impl BruteForce {
         if v.len() < 2 {
             min = 0;
         }
-        (min, sum, Reverse(worst), set.intersection(near).len())
+        OracleScore(min, sum, Reverse(worst), set.intersection(near).len())
     }
 }
 
