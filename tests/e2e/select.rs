@@ -328,3 +328,32 @@ fn restart_and_reconfigure_mid_stream() {
         );
     }
 }
+
+/// A bad gputopo.conf is reported in slurmctld.log and the defaults apply (jobs still get
+/// optimal, healthy GPUs); `scontrol reconfigure` rereads a fixed file.
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn bad_config_is_reported_and_defaults_apply() {
+    if !e2e_enabled() || select() != "gputopo" {
+        return;
+    }
+    let c = Cluster::up(Opts {
+        gputopo_conf: Some("HealthAware=perhaps\n".into()),
+        debug: true,
+        ..Opts::default()
+    });
+    let (_, _, set) = start(&c, 2);
+    assert_eq!(set.len(), 2);
+    let log = c.slurmctld_log();
+    assert!(
+        log.contains("HealthAware") && log.contains("using the default select settings"),
+        "no clear config error in slurmctld.log"
+    );
+    std::fs::write(c.etc().join("gputopo.conf"), "LogDecisions=yes\n").expect("fix the config");
+    c.reconfigure();
+    let (job, _, _) = start(&c, 2);
+    c.wait_until("a decision line after reconfigure", WAIT, || {
+        c.slurmctld_log()
+            .contains(&format!("decision JobId={job} "))
+    });
+}
