@@ -17,7 +17,7 @@
 
 use super::{Gpu, NodeTopology, PcieLevel};
 use crate::gpuset::MAX_GPUS;
-use crate::keyvalue::{self, LineError, Pair};
+use crate::keyvalue::{self, LineError, get};
 
 /// Parses the GPUs of `node` (or of the only node described) from gres.conf text.
 ///
@@ -218,13 +218,6 @@ fn parse_links(line: usize, v: &str) -> Result<Vec<i64>, LineError> {
                 .map_err(|_| LineError::new(line, "Links", format!("'{x}' is not a number")))
         })
         .collect()
-}
-
-fn get<'a>(words: &[Pair<'a>], key: &str) -> Option<&'a str> {
-    words
-        .iter()
-        .find(|p| p.has_value && p.key.eq_ignore_ascii_case(key))
-        .map(|p| p.value)
 }
 
 /// Expands a Slurm host list or bracketed path list: `n[1-3,7],gpu01` →
