@@ -34,8 +34,8 @@
 //!
 //! Above 16 GPUs per node (none ship today) no tables are built and a greedy fallback is used:
 //! start from `required`, repeatedly add the free GPU that gives the best quality (then
-//! `near`, then lowest index). It is not exact, and says so in its name in the docs only:
-//! callers see the same `gputopo` policy.
+//! `near`, then lowest index), O(k · n) score evaluations. It is not exact, reports no lookahead
+//! in its [`Objective`], and says so here only: callers see the same `gputopo` policy.
 
 use super::objective::{self, Objective, Score};
 use super::search::{Decision, decide};
@@ -144,9 +144,15 @@ fn greedy(topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<Choice> {
         })?;
         set.insert(next);
     }
+    // The lookahead is exponential to evaluate directly; the greedy neither uses nor reports it.
     Some(Choice {
         gpus: set,
-        objective: objective::objective(topo, free, set, req.near),
+        objective: Objective {
+            quality: objective::score(topo, set),
+            lookahead_same_k: Score::NONE,
+            lookahead_pairs: 0,
+            near: set.intersection(req.near).len() as u32,
+        },
     })
 }
 

@@ -168,6 +168,14 @@ fn greedy_fallback_above_sixteen() {
     };
     assert_eq!(e.choose(&t, t.all(), &req), Some(s(&[0, 1, 7])));
     assert_eq!(e.choose(&t, s(&[1, 2]), &req), None);
+    let t = NodeTopology::uniform("max", 32, PcieLevel::Pix).unwrap();
+    let req = Request {
+        count: 16,
+        ..Request::default()
+    };
+    let c = e.choose_detailed(&t, t.all(), &req).unwrap();
+    assert_eq!(c.gpus, GpuSet::first_n(16));
+    assert_eq!(c.objective.quality, score(&t, c.gpus));
 }
 
 /// A random topology of `n` GPUs: random sockets, PCIe levels, NVLink counts and NVSwitch
