@@ -20,6 +20,8 @@ pub mod health_cache;
 pub mod narrow;
 pub mod repick;
 
+pub use engine_placer::Prepared;
+
 #[cfg(test)]
 mod oracle;
 

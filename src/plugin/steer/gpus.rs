@@ -10,6 +10,7 @@
 
 use gputopo_core::GpuSet;
 use gputopo_core::config::SelectConfig;
+use gputopo_core::steer::Prepared;
 use gputopo_core::steer::repick::{Constraints, Decision, NodeInput, ReplaceReason, repick};
 
 use crate::plugin::steer::state::{Stats, SteerState, health_masks};
@@ -113,7 +114,8 @@ pub fn repick_job(
                 near,
                 whole_node: whole,
             };
-            let decision = repick(&st.engine, &input);
+            let engine = Prepared::new(&st.engine, model.tables.clone().map(|h| (&**topo, h)));
+            let decision = repick(&engine, &input);
             let final_set = match decision {
                 Decision::Replace { set, why, .. }
                     if cfg.topology_aware || why != ReplaceReason::Better =>

@@ -10,8 +10,9 @@ use std::sync::Arc;
 
 use gputopo_core::GpuSet;
 use gputopo_core::config::SelectConfig;
-use gputopo_core::steer::HealthMasks;
+use gputopo_core::placement::TopoHandle;
 use gputopo_core::steer::narrow::{self, Basis, Candidate, Need};
+use gputopo_core::steer::{HealthMasks, Prepared};
 use gputopo_core::topology::NodeTopology;
 
 use crate::plugin::steer::state::{SteerState, health_masks};
@@ -68,6 +69,8 @@ pub struct NodeFacts {
     pub of_type: GpuSet,
     /// Health.
     pub health: HealthMasks,
+    /// The engine's tables for `topo`.
+    pub tables: Option<TopoHandle>,
 }
 
 /// Reads every candidate; nodes that cannot be modelled come back in the second list.
@@ -93,6 +96,7 @@ pub fn gather(
                 of_type,
                 health: health_masks(model.health.as_deref(), cfg),
                 topo: Arc::clone(&model.topo),
+                tables: model.tables.clone(),
             })
         });
         match fact {
@@ -165,8 +169,14 @@ pub fn plan(
     required: &[NodeIndex],
 ) -> Vec<Vec<NodeIndex>> {
     let cands = candidates(facts);
-    let p = narrow::plan(
+    let engine = Prepared::new(
         &st.engine,
+        facts
+            .iter()
+            .filter_map(|f| Some((&*f.topo, f.tables.clone()?))),
+    );
+    let p = narrow::plan(
+        &engine,
         &cands,
         &Need {
             gpus_per_node: need.per_node,

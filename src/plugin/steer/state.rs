@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use gputopo_core::GpuSet;
 use gputopo_core::config::{Config, SelectConfig};
 use gputopo_core::health::{NodeHealth, Status, parse_extra};
+use gputopo_core::placement::TopoHandle;
 use gputopo_core::placement::engine::Gputopo;
 use gputopo_core::steer::HealthMasks;
 use gputopo_core::steer::health_cache::{HealthCache, Lookup};
@@ -225,10 +226,12 @@ impl SteerState {
         let agent = health.as_deref().filter(|_| prefer_agent);
         let topo = build_topology(node, &gres.gpu_cores(), gres.links().as_deref(), agent)?;
         let types = gres.topo().iter().map(|t| (t.type_id, t.gpus)).collect();
+        let tables = self.engine.handle(&topo);
         let model = Arc::new(NodeModel {
             topo: Arc::new(topo),
             health,
             types,
+            tables,
         });
         self.models
             .lock()
@@ -254,6 +257,8 @@ pub struct NodeModel {
     pub health: Option<Arc<NodeHealth>>,
     /// (type id, GPUs) per topology record.
     pub types: Vec<(u32, GpuSet)>,
+    /// The engine's interned tables for `topo` (`None` above 16 GPUs).
+    pub tables: Option<TopoHandle>,
 }
 
 impl NodeModel {

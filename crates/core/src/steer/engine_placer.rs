@@ -3,13 +3,61 @@
 //!
 //! Comparing on quality alone (not the engine's leftover lookahead) means cons_tres's pick
 //! is replaced only when the job itself gets better connected GPUs.
+//!
+//! [`Prepared`] is the same engine for callers that already hold each node's interned tables
+//! (slurmctld keeps them with its per-node model): a decision is then a table lookup, without
+//! re-deriving the topology's key on every call.
+
+use std::collections::HashMap;
 
 use super::Placer;
 use crate::gpuset::GpuSet;
 use crate::placement::engine::{self, Gputopo};
 use crate::placement::objective::Score;
-use crate::placement::{Policy, Request};
+use crate::placement::{Policy, Request, TopoHandle};
 use crate::topology::NodeTopology;
+
+/// The engine with the tables of known topologies at hand, by topology identity (address).
+///
+/// Build one per decision round from topologies the caller keeps alive for the round, so an
+/// address cannot be reused by another topology meanwhile; unknown topologies fall back to
+/// the engine's own (interning) path, so a miss is only slower, never different.
+#[derive(Debug)]
+pub struct Prepared<'a> {
+    engine: &'a Gputopo,
+    tables: HashMap<usize, TopoHandle>,
+}
+
+impl<'a> Prepared<'a> {
+    /// The engine with `tables` (each topology with its handle from [`Gputopo::handle`]).
+    pub fn new<'t>(
+        engine: &'a Gputopo,
+        tables: impl IntoIterator<Item = (&'t NodeTopology, TopoHandle)>,
+    ) -> Self {
+        Prepared {
+            engine,
+            tables: tables
+                .into_iter()
+                .map(|(t, h)| (std::ptr::from_ref(t) as usize, h))
+                .collect(),
+        }
+    }
+}
+
+impl Placer for Prepared<'_> {
+    type Score = Score;
+
+    fn choose(&self, topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<GpuSet> {
+        match self.tables.get(&(std::ptr::from_ref(topo) as usize)) {
+            Some(h) => Gputopo::choose_on(h, free, req).map(|c| c.gpus),
+            None => Policy::choose(self.engine, topo, free, req),
+        }
+    }
+
+    fn score(&self, topo: &NodeTopology, set: GpuSet) -> Score {
+        engine::score(topo, set)
+    }
+}
 
 impl Placer for Gputopo {
     type Score = Score;
@@ -54,5 +102,14 @@ mod tests {
         // Free {0,1,4}: {0,1} becomes {0,4}.
         let d = repick(&engine, &input(&[0, 1], &[0, 1, 4]));
         assert_eq!(d.final_set(set(&[0, 1])), Some(set(&[0, 4])));
+        // The prepared engine answers the same, with and without the node's tables.
+        let h = engine.handle(&t).expect("8 GPUs have tables");
+        for prepared in [
+            Prepared::new(&engine, [(&t, h)]),
+            Prepared::new(&engine, []),
+        ] {
+            let d = repick(&prepared, &input(&[0, 1], &[0, 1, 4]));
+            assert_eq!(d.final_set(set(&[0, 1])), Some(set(&[0, 4])));
+        }
     }
 }
