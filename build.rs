@@ -129,6 +129,7 @@ const ALLOWLISTS: &[Allow] = &[
         ],
         vars: &[
             "assoc_mgr_root_assoc",
+            "assoc_mgr_assoc_list",
             "assoc_mgr_tres_name_array",
             "g_user_assoc_count",
             "g_tres_count",

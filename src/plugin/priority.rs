@@ -134,6 +134,9 @@ fn job_end(job: Option<EntryPtr<'_, ffi::job_record_t>>) -> Result<(), PluginErr
             ext.charge(&job, until, tres_cnt);
         }
     }
+    if STATE.with_dbd() {
+        recalc::charge_job_end(&job, now());
+    }
     if prio::enforce_limits() {
         job.release_tres_run_secs(tres_cnt);
     }
@@ -145,7 +148,7 @@ fn job_end(job: Option<EntryPtr<'_, ffi::job_record_t>>) -> Result<(), PluginErr
 #[cfg(not(priority_abi = "22.05"))]
 fn recover(_prio_boost: u32) -> Result<u32, PluginError> {
     if active() {
-        recalc::pass(true);
+        let _ = recalc::pass(true);
     }
     Ok(0)
 }

@@ -6,6 +6,7 @@
 //! multifactor's `job_write_lock`), plus `priority_p_recover` and 22.05's factor list.
 
 use std::sync::PoisonError;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use gputopo_core::priority::Flags;
@@ -13,7 +14,7 @@ use gputopo_core::priority::multifactor::apply_incr_only;
 
 use super::state::{STATE, compute};
 use crate::slurm::prio::job::{JobRecord, job_list};
-use crate::slurm::prio::{self, AssocLock, CtldLock, CtldLocks};
+use crate::slurm::prio::{self, AssocLock, CtldLock, CtldLocks, assoc};
 
 fn now() -> i64 {
     std::time::SystemTime::now()
@@ -22,9 +23,10 @@ fn now() -> i64 {
 }
 
 /// One pass over `job_list`. `recover` = `priority_p_recover`'s pass (no ledger charge).
-pub fn pass(recover: bool) {
+/// Returns false when the association tree was not there yet (retry soon).
+pub fn pass(recover: bool) -> bool {
     let Some(_ctld) = CtldLock::acquire(CtldLocks::JobWriteNodePartRead) else {
-        return;
+        return true;
     };
     let start = now();
     let cfg = STATE.config();
@@ -47,6 +49,10 @@ pub fn pass(recover: bool) {
         }
         ext.ledger.decay_to(start);
         ext.refresh_fairshare(&pending);
+    }
+    let mut complete = true;
+    if STATE.with_dbd() && !recover {
+        complete = accrue_association_usage_inner(&jobs, start, &cfg);
     }
     let ext = if STATE.with_dbd() {
         None
@@ -84,15 +90,68 @@ pub fn pass(recover: bool) {
         }
     }
     log::debug!("recalculated priorities in {} s", now() - start);
+    complete
+}
+
+/// When the association usage was last decayed and charged (slurmdbd mode).
+static LAST_DBD_PASS: AtomicI64 = AtomicI64::new(0);
+
+/// Multifactor's per-second decay factor `1 - 0.693 / PriorityDecayHalfLife`.
+pub fn decay_factor() -> f64 {
+    let (_, hl) = prio::periods();
+    if hl > 0 {
+        1.0 - 0.693 / f64::from(hl)
+    } else {
+        1.0
+    }
+}
+
+/// With slurmdbd: decay association usage, charge running jobs, rank with Fair Tree
+/// (multifactor's decay thread). Caller holds the job write lock.
+fn accrue_association_usage_inner(
+    jobs: &[*mut crate::ffi::job_record_t],
+    now: i64,
+    cfg: &gputopo_core::priority::PriorityConfig,
+) -> bool {
+    let last = LAST_DBD_PASS.swap(now, Ordering::Relaxed);
+    let d = decay_factor();
+    if last > 0 && now > last {
+        let real = d.powf((now - last) as f64).max(f64::MIN_POSITIVE);
+        assoc::decay_usage(real);
+        for &raw in jobs {
+            // SAFETY: element of job_list, job write lock held by the caller.
+            let Some(job) = (unsafe { JobRecord::from_raw(raw) }) else {
+                continue;
+            };
+            let (start, _, _) = job.run_times();
+            if !job.is_running() || start == 0 {
+                continue;
+            }
+            job.charge_association((now - start.max(last)) as f64, d);
+        }
+    }
+    !cfg.flags.has(Flags::FAIR_TREE) || assoc::fair_tree_pass()
+}
+
+/// The end of a job (slurmdbd mode): charge the time since the last pass.
+pub fn charge_job_end(job: &JobRecord<'_>, now: i64) {
+    let last = LAST_DBD_PASS.load(Ordering::Relaxed);
+    let (start, end, _) = job.run_times();
+    if last == 0 || start == 0 {
+        return;
+    }
+    let until = if end > 0 { end.min(now) } else { now };
+    job.charge_association((until - start.max(last)) as f64, decay_factor());
 }
 
 /// The loop body of the recalculation thread; returns when asked to stop.
 pub fn run() {
     loop {
         let t0 = std::time::Instant::now();
-        pass(false);
+        let complete = pass(false);
         log::debug!("recalculation took {} us", t0.elapsed().as_micros());
         let (period, _) = prio::periods();
+        let period = if complete { period } else { 1 };
         let (lock, cv) = &STATE.stop;
         let stop = lock.lock().unwrap_or_else(PoisonError::into_inner);
         let (stop, _) = cv

@@ -10,6 +10,7 @@
 //! `priority_p_recover`/22.05's factor list call [`CtldLock::acquire`]; entry points that Slurm
 //! calls with locks held (`priority_p_set`, `priority_p_job_end`, 24.11's factor list) never do.
 
+pub mod assoc;
 pub mod job;
 pub mod sprio;
 

@@ -95,6 +95,17 @@ impl AssocTree {
         id
     }
 
+    /// Adds a node read from Slurm: `fs_parent` is the association whose `children_list` holds
+    /// it (its `fs_assoc_ptr`), so no `FairShare=parent` resolution happens here.
+    pub fn add_child_of(&mut self, fs_parent: AssocId, mut node: AssocNode) -> AssocId {
+        let id = AssocId(self.nodes.len());
+        node.fs_parent = Some(fs_parent);
+        node.children.clear();
+        self.nodes.push(node);
+        self.nodes[fs_parent.0].children.push(id);
+        id
+    }
+
     /// Adds `usage` to a node and every ancestor up to the root, as `_apply_new_usage` does.
     pub fn add_usage_upwards(&mut self, mut id: AssocId, usage: f64) {
         loop {

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# A private MariaDB + slurmdbd for one test cluster (priority parity tests with accounting).
+#
+#   contrib/slurmdbd.sh up   --release 22.05.8|24.11.5 --dir DIR --cluster NAME
+#   contrib/slurmdbd.sh down --dir DIR
+#
+# `up` starts mariadbd (datadir DIR.dbd/db, 127.0.0.1, grant tables skipped) and the release's
+# slurmdbd (22.05.8: Debian's /usr/sbin/slurmdbd; 24.11.5: the contrib/slurm-install.sh build,
+# which has accounting_storage/mysql), registers cluster NAME, and prints the slurm.conf lines
+# that point slurmctld at it (pass them with cluster.sh --extra-conf, ClusterName included).
+# DIR.dbd/slurm.conf is a minimal client config for sacctmgr before slurmctld runs.
+# Ports: cluster.sh's base port for DIR + 150 (slurmdbd) and + 151 (MariaDB). Run as root.
+set -euo pipefail
+die() { echo "slurmdbd.sh: $*" >&2; exit 1; }
+
+cmd=${1:-}; shift || true
+release= dir= cluster=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --release) release=$2; shift 2 ;;
+    --dir) dir=$2; shift 2 ;;
+    --cluster) cluster=$2; shift 2 ;;
+    *) die "unknown argument $1" ;;
+  esac
+done
+[ -n "$dir" ] || die "--dir is required"
+d=$dir.dbd  # a sibling: cluster.sh up kills whatever holds files under DIR/
+base=$((20000 + ($(printf %s "$dir" | cksum | cut -d' ' -f1) % 200) * 200))
+dbd_port=$((base + 150)) my_port=$((base + 151))
+
+stop() {
+  local f p
+  for f in "$d/slurmdbd.pid" "$d/mariadb.pid"; do
+    p=$(cat "$f" 2>/dev/null || true)
+    [ -n "$p" ] && kill "$p" 2>/dev/null || true
+  done
+  for _ in $(seq 50); do
+    p=; for f in "$d/slurmdbd.pid" "$d/mariadb.pid"; do
+      q=$(cat "$f" 2>/dev/null || true); [ -n "$q" ] && [ -d "/proc/$q" ] && p=1
+    done
+    [ -z "$p" ] && break; sleep 0.2
+  done
+  rm -f "$d/slurmdbd.pid" "$d/mariadb.pid"
+}
+
+case $cmd in
+  down) stop; exit 0 ;;
+  up) ;;
+  *) die "usage: slurmdbd.sh up|down ..." ;;
+esac
+[ -n "$release" ] && [ -n "$cluster" ] || die "up needs --release and --cluster"
+case $release in
+  22.05.8) sbin=/usr/sbin bin=/usr/bin ;;
+  24.11.5) p=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-24.11.5; sbin=$p/sbin bin=$p/bin ;;
+  *) die "unsupported release $release" ;;
+esac
+stop
+rm -rf "$d"; mkdir -p "$d/db"
+mariadb-install-db --user=root --datadir="$d/db" --skip-test-db >"$d/install.log" 2>&1 || die "mariadb-install-db failed (see $d/install.log)"
+mariadbd --user=root --datadir="$d/db" --socket="$d/mysql.sock" --port=$my_port --bind-address=127.0.0.1 \
+  --skip-grant-tables --pid-file="$d/mariadb.pid" --log-error="$d/mariadb.log" >/dev/null 2>&1 &
+for _ in $(seq 100); do [ -S "$d/mysql.sock" ] && break; sleep 0.2; done
+[ -S "$d/mysql.sock" ] || die "mariadbd did not start (see $d/mariadb.log)"
+
+cat > "$d/slurmdbd.conf" <<EOC
+AuthType=auth/munge
+DbdHost=localhost
+DbdPort=$dbd_port
+SlurmUser=root
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$my_port
+StorageUser=root
+StorageLoc=slurm_acct_db
+LogFile=$d/slurmdbd.log
+PidFile=$d/slurmdbd.pid
+DebugLevel=info
+EOC
+chmod 600 "$d/slurmdbd.conf"
+cat > "$d/slurm.conf" <<EOC
+ClusterName=$cluster
+SlurmctldHost=localhost
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$dbd_port
+EOC
+SLURM_CONF=$d/slurm.conf "$sbin/slurmdbd" >/dev/null 2>&1 || die "slurmdbd did not start (see $d/slurmdbd.log)"
+for _ in $(seq 150); do
+  SLURM_CONF=$d/slurm.conf timeout 5 "$bin/sacctmgr" -n list cluster >/dev/null 2>&1 && break
+  sleep 0.2
+done
+SLURM_CONF=$d/slurm.conf "$bin/sacctmgr" -i add cluster "$cluster" >/dev/null 2>&1 || true
+SLURM_CONF=$d/slurm.conf "$bin/sacctmgr" -n list cluster format=cluster%40 | grep -qw "$cluster" \
+  || die "cluster $cluster not registered (see $d/slurmdbd.log)"
+cat <<EOC
+ClusterName=$cluster
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$dbd_port
+EOC
