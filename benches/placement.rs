@@ -8,7 +8,7 @@
 
 use criterion::{BatchSize, BenchmarkId, Criterion, black_box, criterion_group, criterion_main};
 use gputopo_core::GpuSet;
-use gputopo_core::placement::{Exhaustive, Gputopo, Request, TopoTables, rank_nodes};
+use gputopo_core::placement::{Exhaustive, Gputopo, RankKey, Request, TopoTables, rank_nodes};
 use gputopo_core::topology::{NodeTopology, fixture};
 use std::sync::Arc;
 use std::time::Duration;
@@ -242,7 +242,7 @@ fn bench_rank(c: &mut Criterion) {
 }
 
 /// Brute-force reference ranking: per node the exhaustive best set, then the same key order
-/// as `rank_nodes` (quality, fewest left, leftover lookahead, index).
+/// as `rank_nodes` ([`RankKey`], then index).
 fn brute_rank(nodes: &[(&NodeTopology, GpuSet)], k: usize) -> Vec<usize> {
     let req = Request {
         count: k,
@@ -253,16 +253,7 @@ fn brute_rank(nodes: &[(&NodeTopology, GpuSet)], k: usize) -> Vec<usize> {
         .enumerate()
         .filter_map(|(i, (t, free))| {
             let (_, o) = Exhaustive::choose_detailed(t, *free, &req)?;
-            let left = free.len() - k;
-            Some((
-                (
-                    o.quality,
-                    std::cmp::Reverse(left),
-                    o.lookahead_same_k,
-                    o.lookahead_pairs,
-                ),
-                i,
-            ))
+            Some((RankKey::new(&o, free.len() - k), i))
         })
         .collect();
     keyed.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));

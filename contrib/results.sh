@@ -141,26 +141,29 @@ REL
 - **Sets.** gputopo gives every multi-GPU job the best set its node offers (100 % by
   construction: the reference is the engine). Stock 24.11 reaches 85-94 %, 22.05 88-93 %,
   go-gpuallocator 95-99 %, first-fit 82-93 %.
-- **Run time.** Multi-GPU jobs run 7-11 % closer to ideal than under stock 24.11 and 7-8 %
+- **Run time.** Multi-GPU jobs run 9-12 % closer to ideal than under stock 24.11 and 7-9 %
   than under best-effort; the p75 slowdown is 1.000 against 1.068 for stock 24.11, a 6.3 %
   p75 gain at `f = 0.1` (MAPA reports 12.4 %; the gain scales with `f`). The worst case does
   not move: when a node has only a poor set left, every policy must take it.
 - **Queueing and completion.** Shorter runs plus best-fit node ranking cut the mean wait by
-  57-94 % and the mean completion time by 15-48 % against stock 24.11 at 0.85 load. The
+  73-94 % and the mean completion time by 15-57 % against stock 24.11 at 0.85 load. The
   10,000-node run at 0.9 load has almost no queueing under any policy.
-- **Stranded GPUs.** −47 % (trace-shaped) to −70 % (mixed fleet) against stock 24.11, in the
-  range of FGD's −49 %; but +3 % on the homogeneous DGX-1V fleet: `rank_nodes` puts set
-  quality before fit, so a 2-GPU job may open an idle node for an NV2 pair behind one PCIe
-  switch (62 GB/s) rather than take an NV2 pair through the host bridge (59 GB/s) on a busy
-  node. Ranking fit above small quality differences (e.g. by NVLink class) is a possible
-  tuning of the engine.
+- **Stranded GPUs.** −22 % (faults-aware) to −71 % (mixed fleet) against stock 24.11, −51 %
+  on the homogeneous DGX-1V fleet and on the trace-shaped run, in the range of FGD's −49 %.
+  `rank_nodes` compares nodes by the *class* of the set they offer (the bottleneck's NVLink
+  count, or its PCIe level), then by fit, so a 2-GPU job takes an NV2 pair through the host
+  bridge (59 GB/s) on a busy node rather than open an idle node for an NV2 pair behind one
+  PCIe switch (62 GB/s). An earlier ranking by fine quality before fit stranded 3 % *more*
+  GPUs than stock on the DGX-1V fleet (5.24 against 5.07) and waited 3× longer there. In the
+  `faults` scenario gputopo strands more than the health-unaware baselines (4.7 against
+  3.3-3.8): they keep allocating the faulty GPUs, so their queues are shorter.
 - **Faults.** With health-unaware baselines, about 1,300-1,500 of 20,000 jobs get a faulty GPU;
   gputopo none. Their shorter waits there come only from the model letting jobs run on broken
   GPUs. With health-aware baselines (`faults-aware`; stock Slurm cannot actually do this per
-  GPU, it drains the node) gputopo cuts the mean wait by 57 %.
+  GPU, it drains the node) gputopo cuts the mean wait by 73 %.
 - **Mixed fleet.** Part of gputopo's bandwidth gain in `synthetic` is node choice (multi-GPU
   jobs go to NVSwitch nodes); `synthetic-dgx1v` and `trace-shaped` show the within-node effect.
-- **Speed.** 10,000 nodes and 1M jobs: the four policies one after the other in under 30 s of
+- **Speed.** 10,000 nodes and 1M jobs: the four policies one after the other in 10-30 s of
   wall time on 2 CPUs (release build; see the `scale` table). gputopo makes about 10^5
   placement decisions per second (each ranks every distinct node state), the stock model
   about 10^6. `benches/sim.rs` (criterion, 200 nodes, 20,000 jobs, whole simulation with

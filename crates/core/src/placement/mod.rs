@@ -24,7 +24,7 @@ pub mod tables;
 pub use engine::{Choice, Gputopo, score};
 pub use exhaustive::Exhaustive;
 pub use objective::{Objective, Score};
-pub use rank::rank_nodes;
+pub use rank::{RankKey, rank_nodes};
 pub use tables::{TableCache, TopoHandle, TopoTables};
 
 use crate::gpuset::GpuSet;

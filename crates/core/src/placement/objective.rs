@@ -101,6 +101,20 @@ impl Score {
         aggregate: 0,
     };
 
+    /// The set's interconnect **class**, a bucketed bottleneck (bigger is better): the
+    /// bottleneck's NVLink bandwidth (`25 × nvlinks`) when it has NVLink, its PCIe value when
+    /// it has none, and `u32::MAX` for a set without pairs. Two NVLink sets whose bottlenecks
+    /// differ only in the PCIe tie-break term (NV2 behind one switch, 62, against NV2 through
+    /// the host bridge, 59) are in the same class; NV2 vs NV1 and PIX vs SYS are not. Node
+    /// ranking compares classes before fit (see [`super::rank`]). Monotone in `bottleneck`.
+    pub fn class(self) -> u32 {
+        match self.bottleneck {
+            Self::SINGLE_BOTTLENECK => u32::MAX,
+            b if b >= NVLINK_GBPS => b / NVLINK_GBPS * NVLINK_GBPS,
+            b => b,
+        }
+    }
+
     /// Packs into the 32-bit form the tables use (valid for nodes of up to 16 GPUs, where
     /// the bottleneck fits 16 bits and the aggregate stays below 2^16).
     pub(crate) fn to_packed(self) -> u32 {
@@ -268,6 +282,20 @@ mod tests {
         assert!(best_pcie - worst_pcie < NVLINK_GBPS);
         let levels: Vec<u32> = PcieLevel::ALL.iter().map(|&l| pcie_gbps(l)).collect();
         assert!(levels.windows(2).all(|w| w[0] > w[1]));
+    }
+
+    #[test]
+    fn class_buckets_nvlink_sets_by_link_count_and_pcie_sets_by_level() {
+        let sc = |nvlinks, pcie| Score {
+            bottleneck: pair_gbps(Link { nvlinks, pcie }),
+            aggregate: 0,
+        };
+        assert_eq!(sc(2, PcieLevel::Pix).class(), sc(2, PcieLevel::Sys).class());
+        assert!(sc(2, PcieLevel::Sys).class() > sc(1, PcieLevel::SameBoard).class());
+        assert!(sc(1, PcieLevel::Sys).class() > sc(0, PcieLevel::SameBoard).class());
+        assert!(sc(0, PcieLevel::Pix).class() > sc(0, PcieLevel::Pxb).class());
+        assert_eq!(Score::SINGLE.class(), u32::MAX);
+        assert_eq!(Score::NONE.class(), 0);
     }
 
     #[test]

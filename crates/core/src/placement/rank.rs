@@ -2,23 +2,82 @@
 //!
 //! Stock Slurm never lets GPU links influence node choice (cons_tres picks GPU indices after
 //! the nodes are fixed), so a 4-GPU job may land on a node where only a poor set is left while
-//! another node still has an NVLink quad. [`rank_nodes`] orders candidate nodes by, in turn:
-//! 1. the best set the node can still offer for `k` GPUs (quality: bottleneck, then
-//!    aggregate), so jobs go where they run fastest;
-//! 2. best fit: fewest free GPUs left after taking `k`, which packs jobs and keeps whole nodes
-//!    free for big jobs;
-//! 3. least fragmentation: the lookahead (best same-size set, then pairing) of what the node's
-//!    own best choice would leave free;
-//! 4. the caller's order (index), so the result is deterministic.
+//! another node still has an NVLink quad. [`rank_nodes`] orders candidate nodes by [`RankKey`],
+//! that is, in turn:
+//! 1. the **class** of the best set the node can still offer for `k` GPUs
+//!    ([`Score::class`]: the bottleneck's NVLink count, or its PCIe level when it has no
+//!    NVLink), so jobs go where they run fastest;
+//! 2. **best fit**: fewest free GPUs left after taking `k`, which packs jobs and keeps whole
+//!    nodes free for big jobs;
+//! 3. **least fragmentation**: the lookahead (best same-size set, then pairing) of what the
+//!    node's own best choice would leave free;
+//! 4. the **fine quality** of that set (bottleneck, then aggregate, GB/s);
+//! 5. the caller's order (index), so the result is deterministic.
+//!
+//! # Why the class, not the fine quality, comes before fit
+//! Within one node the engine maximises the fine quality, PCIe tie-break term included: among
+//! the node's NV2 pairs it takes the one behind a single PCIe switch. Across nodes, an earlier
+//! version ranked by that fine quality first, and on a fleet of DGX-1V it stranded more GPUs
+//! than stock Slurm: a 2-GPU job opened an idle node for its 62 GB/s pair (NV2 + one PCIe
+//! switch) rather than take a 59 GB/s NV2 pair (NV2 through the host bridge) on a busy node, so
+//! busy nodes kept odd free GPUs and idle nodes were broken up. The PCIe term of an NVLink pair
+//! is a tie-break (NCCL moves the data over NVLink; the estimate differs by 5 %), while an
+//! NVLink count or a PCIe level is a real bandwidth step (NV2 vs NV1 2×, PIX vs SYS 2.4×), so
+//! the node order buckets quality into those classes and lets packing decide within a class.
+//! The set chosen *on* the node is still the node's exact optimum (the engine's objective).
 //!
 //! Nodes with fewer than `k` free GPUs are left out. Each key is a few table lookups on the
 //! node's interned tables (an O(1) tier lookup at ≤ 8 GPUs; a memoised search above), computed
 //! once per distinct (topology, free mask); nodes are then placed by a counting sort:
 //! 10,000 nodes take well under a millisecond (`docs/engine.md`).
 
+use super::objective::{Objective, Score};
 use super::search::decide;
 use super::tables::TopoTables;
 use crate::gpuset::GpuSet;
+use std::cmp::Reverse;
+
+/// The order of nodes for a job (bigger is better), compared field by field: see the module
+/// docs for why the class comes before fit and the fine quality last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RankKey {
+    /// [`Score::class`] of the node's best set for the job.
+    pub class: u32,
+    /// Free GPUs left after the job (fewer is better).
+    pub left: Reverse<u32>,
+    /// The lookahead of the node's own choice: best same-size set of the leftover.
+    pub lookahead_same_k: Score,
+    /// The lookahead of the node's own choice: pairing of the leftover (GB/s).
+    pub lookahead_pairs: u32,
+    /// The fine quality of the node's best set.
+    pub quality: Score,
+}
+
+impl RankKey {
+    /// The key of a node whose own choice for the job has objective `o` and leaves `left`
+    /// GPUs free.
+    pub fn new(o: &Objective, left: usize) -> Self {
+        RankKey {
+            class: o.quality.class(),
+            left: Reverse(u32::try_from(left).unwrap_or(u32::MAX)),
+            lookahead_same_k: o.lookahead_same_k,
+            lookahead_pairs: o.lookahead_pairs,
+            quality: o.quality,
+        }
+    }
+
+    /// One integer with the same order, for nodes of up to 16 GPUs (classes are at most
+    /// 25 × `NVLINK_CAP`, or `u32::MAX` for `k = 1`, and fit 24 bits after clipping).
+    fn packed(&self) -> u128 {
+        let class = self.class.min(0xFF_FFFF);
+        let fit = 0xFF - self.left.0.min(0xFF);
+        (u128::from(class) << 104)
+            | (u128::from(fit) << 96)
+            | (u128::from(self.lookahead_same_k.to_packed()) << 64)
+            | (u128::from(self.lookahead_pairs) << 32)
+            | u128::from(self.quality.to_packed())
+    }
+}
 
 /// Orders `candidates` (node tables and free GPUs) for a job of `k` GPUs per node, best
 /// first, leaving out nodes that cannot host it. Returns indices into `candidates`.
@@ -90,38 +149,35 @@ pub fn rank_nodes<T: AsRef<TopoTables>>(candidates: &[(T, GpuSet)], k: usize) ->
     out
 }
 
-/// The ranking key of one node (bigger is better), or `None` when it cannot host `k` GPUs.
+/// The packed [`RankKey`] of one node, or `None` when it cannot host `k` GPUs.
 fn node_key(t: &TopoTables, free: u32, k: usize) -> Option<u128> {
     let d = decide(t, free, k, 0, 0)?;
-    let left = free.count_ones() - k as u32;
-    // Fit: fewer left is better; 64 - left fits 7 bits.
-    let fit = 64 - left;
-    Some(
-        (u128::from(d.head[0]) << 96)
-            | (u128::from(fit) << 64)
-            | (u128::from(d.head[1]) << 32)
-            | u128::from(d.head[2]),
-    )
+    let o = Objective {
+        quality: Score::from_packed(d.head[0]),
+        lookahead_same_k: Score::from_packed(d.head[1]),
+        lookahead_pairs: d.head[2],
+        near: 0,
+    };
+    Some(RankKey::new(&o, (free.count_ones() as usize) - k).packed())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{NodeTopology, PcieLevel, fixture};
+    use crate::topology::{NodeTopology, PcieLevel};
     use std::sync::Arc;
 
     fn s(v: &[usize]) -> GpuSet {
         v.iter().copied().collect()
     }
 
+    fn dgx1v() -> Arc<TopoTables> {
+        Arc::new(TopoTables::new(&crate::fixtures::dgx1v()).unwrap())
+    }
+
     #[test]
-    fn best_set_then_best_fit_then_fragmentation() {
-        let dgx = Arc::new(
-            TopoTables::new(
-                &fixture::parse(include_str!("../../../../contrib/topologies/dgx1v.topo")).unwrap(),
-            )
-            .unwrap(),
-        );
+    fn class_then_best_fit_then_fragmentation_then_fine_quality() {
+        let dgx = dgx1v();
         let pcie = Arc::new(
             TopoTables::new(&NodeTopology::uniform("p", 8, PcieLevel::Pix).unwrap()).unwrap(),
         );
@@ -130,14 +186,32 @@ mod tests {
             (Arc::clone(&dgx), s(&[0, 1, 2, 3, 4])), // 1: NV2+PIX pair {2,3}, 3 left
             (Arc::clone(&dgx), s(&[2, 3])),          // 2: NV2+PIX pair, nothing left
             (Arc::clone(&dgx), s(&[0])),             // 3: cannot host 2
-            (Arc::clone(&dgx), s(&[0, 3])),          // 4: NV2+PHB pair
+            (Arc::clone(&dgx), s(&[0, 3])),          // 4: NV2+PHB pair, nothing left
             (Arc::clone(&dgx), s(&[2, 3, 4, 5])),    // 5: {2,3}, leaves NV1 pair {4,5}
             (Arc::clone(&dgx), s(&[2, 3, 4, 7])),    // 6: {2,3}, leaves NV2 pair {4,7}
+            (Arc::clone(&dgx), s(&[0, 1])),          // 7: NV1 pair, nothing left
         ];
-        assert_eq!(rank_nodes(&nodes, 2), vec![2, 6, 5, 1, 4, 0]);
+        // NV2 class: fit (2, 4 | 6, 5 | 1), within a fit the leftover, then 62 before 59
+        // GB/s; then the NV1 node, then the PCIe-only one.
+        assert_eq!(rank_nodes(&nodes, 2), vec![2, 4, 6, 5, 1, 7, 0]);
         assert_eq!(rank_nodes(&nodes, 9), Vec::<usize>::new());
         let refs: Vec<(&TopoTables, GpuSet)> = nodes.iter().map(|(t, f)| (&**t, *f)).collect();
-        assert_eq!(rank_nodes(&refs, 2), vec![2, 6, 5, 1, 4, 0]);
+        assert_eq!(rank_nodes(&refs, 2), vec![2, 4, 6, 5, 1, 7, 0]);
+    }
+
+    /// The stranding case: an idle DGX-1V offers a 62 GB/s NV2 pair (one PCIe switch), a busy
+    /// one only a 59 GB/s NV2 pair (host bridge). Same class, so the busy node wins on fit and
+    /// the idle node stays whole; a better class still beats fit.
+    #[test]
+    fn same_class_prefers_the_busier_node() {
+        let dgx = dgx1v();
+        let idle = (Arc::clone(&dgx), s(&[0, 1, 2, 3, 4, 5, 6, 7]));
+        let busy = (Arc::clone(&dgx), s(&[0, 3]));
+        let nodes = vec![idle.clone(), busy.clone()];
+        assert_eq!(rank_nodes(&nodes, 2), vec![1, 0]);
+        // Only an NV1 pair on the busy node: the idle node's NV2 class wins.
+        let nodes = vec![(Arc::clone(&dgx), s(&[0, 1])), idle];
+        assert_eq!(rank_nodes(&nodes, 2), vec![1, 0]);
     }
 
     /// The counting-sort ranking equals a plain sort on keys computed by brute force.
@@ -180,8 +254,7 @@ mod tests {
                 .enumerate()
                 .filter_map(|(i, &(t, f))| {
                     let (_, o) = Exhaustive::choose_detailed(&topos[t], f, &req)?;
-                    let key = (o.quality, std::cmp::Reverse(f.len() - k));
-                    Some(((key, o.lookahead_same_k, o.lookahead_pairs), i))
+                    Some((RankKey::new(&o, f.len() - k), i))
                 })
                 .collect();
             want.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));

@@ -14,8 +14,8 @@
 //! - **Scheduling**: strict FIFO, as Slurm's `sched/builtin` without backfill: the queue head
 //!   starts as soon as it fits, nothing overtakes it. Jobs that can never fit (more GPUs per
 //!   node than any node has, more nodes than the cluster) are rejected at load time.
-//! - **Node choice**: `gputopo` ranks nodes with the engine's `rank_nodes` (best set, then best
-//!   fit, then least fragmentation, then node index). The baselines take the lowest-index nodes
+//! - **Node choice**: `gputopo` ranks nodes with the engine's `rank_nodes` (class of the best
+//!   set, then best fit, then least fragmentation, then fine set quality, then node index). The baselines take the lowest-index nodes
 //!   with enough free GPUs, as Slurm does with equal node weights (cons_tres lets NVLinks
 //!   influence only the indices on an already chosen node).
 //! - **GPU choice**: the policy's `choose` on each chosen node.
