@@ -7,15 +7,16 @@
 //!
 //! 1. If gres.conf is readable and has `Name=gpu` lines with `File=` for this node, Slurm GPU i is
 //!    the NVML device whose minor equals the number at the end of the i-th `File=` path
-//!    (`/dev/nvidia3` → 3; ranges like `/dev/nvidia[0-3]` expand in order).
+//!    (`/dev/nvidia3` → 3; ranges like `/dev/nvidia[0-3]` expand in order). The file is read by
+//!    the engine's gres.conf parser (`gres_conf_parse`), so a gres.conf the engine rejects
+//!    (bad `Links=`, a GPU line without `File=`) is ignored here too, with a note.
 //! 2. Otherwise GPUs are sorted by minor number.
 //!
 //! A GPU that NVML cannot identify (lost before its minor could be read) fills the one slot whose
 //! minor no NVML device claimed, when that is unambiguous; otherwise it is reported after the
 //! others. A gres.conf slot with no NVML device is reported `unknown` / `not_in_nvml`.
 
-use gputopo_core::keyvalue;
-use gputopo_core::topology::gres_conf_parse::expand_hostlist as expand;
+use gputopo_core::topology::gres_conf_parse;
 use std::path::Path;
 
 /// One Slurm GPU: its minor and the NVML device behind it.
@@ -100,48 +101,36 @@ pub fn gres_minors(path: &Path, node: &str) -> Result<Option<Vec<u32>>, String> 
     gres_minors_from(&text, node).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// [`gres_minors`] over the text.
+/// [`gres_minors`] over the text, read by the engine's gres.conf parser
+/// ([`gres_conf_parse::parse_if_any`], which records each `File=` path's minor).
 ///
 /// # Errors
-/// A message naming the line when a value cannot be expanded.
+/// A message naming the line when the file is malformed (the parser's checks: `File=`,
+/// `NodeName=`, `Cores=`, `Links=`), or naming the GPU whose `File=` path does not end in a
+/// minor number.
 pub fn gres_minors_from(text: &str, node: &str) -> Result<Option<Vec<u32>>, String> {
-    let mut out = Vec::new();
-    for (line, words) in keyvalue::lines(text) {
-        let words = words.map_err(|e| e.to_string())?;
-        let get = |k: &str| keyvalue::get(&words, k);
-        if !get("Name").is_some_and(|n| n.eq_ignore_ascii_case("gpu")) {
-            continue;
-        }
-        if let Some(names) = get("NodeName") {
-            let names = expand(names).map_err(|e| format!("line {line}: NodeName: {e}"))?;
-            if !names.iter().any(|n| n == node) {
-                continue;
-            }
-        }
-        let Some(files) = get("File") else {
-            continue;
-        };
-        for f in expand(files).map_err(|e| format!("line {line}: File: {e}"))? {
-            let digits: String = f
-                .chars()
-                .rev()
-                .take_while(char::is_ascii_digit)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            let m = digits
-                .parse()
-                .map_err(|_| format!("line {line}: File: '{f}' does not end in a minor number"))?;
-            out.push(m);
-        }
-    }
-    Ok((!out.is_empty()).then_some(out))
+    let Some(topo) = gres_conf_parse::parse_if_any(text, Some(node)).map_err(|e| e.to_string())?
+    else {
+        return Ok(None);
+    };
+    topo.gpus()
+        .iter()
+        .map(|g| {
+            g.minor.ok_or_else(|| {
+                format!(
+                    "File: GPU {}'s path does not end in a minor number",
+                    g.index
+                )
+            })
+        })
+        .collect::<Result<Vec<u32>, String>>()
+        .map(Some)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gputopo_core::topology::gres_conf_parse::expand_hostlist as expand;
 
     #[test]
     fn sorts_by_minor_and_fills_the_lost_gap() {
@@ -203,6 +192,7 @@ mod tests {
 #[cfg(test)]
 mod fuzz {
     use super::*;
+    use gputopo_core::topology::gres_conf_parse::expand_hostlist as expand;
     use proptest::prelude::*;
 
     proptest! {

@@ -2,7 +2,9 @@
 //!
 //! Sites already describe their GPUs in gres.conf, so `gputopo pick --topology gres.conf` and
 //! the plugin can start from it. What we read, per `Name=gpu` line:
-//! - `File=` gives the GRES index order (one GPU per path; `/dev/nvidia[0-3]` expands);
+//! - `File=` gives the GRES index order (one GPU per path; `/dev/nvidia[0-3]` expands) and
+//!   each GPU's device minor number ([`Gpu::minor`]: the digits ending the path,
+//!   `/dev/nvidia3` → 3), which is how the node agent matches Slurm's GPUs to NVML devices;
 //! - `Type=`, `Cores=` (CPU affinity; GPUs with the same `Cores=` are taken as one socket);
 //! - `Links=` (NVLink count to every GPU of the node, -1 for itself), validated: one entry per
 //!   GPU, -1 exactly at the GPU's own index, numbers ≥ 0 elsewhere, and symmetric (an
@@ -25,6 +27,18 @@ use crate::keyvalue::{self, LineError, get};
 /// [`LineError`] for malformed lines, bad `Cores=`/`Links=`/`File=`, no GPU line for the node,
 /// several nodes without `node`, or more than [`MAX_GPUS`] GPUs.
 pub fn parse(text: &str, node: Option<&str>) -> Result<NodeTopology, LineError> {
+    parse_if_any(text, node)?.ok_or_else(|| {
+        let what = node.map_or(String::new(), |n| format!(" for node '{n}'"));
+        LineError::new(1, "Name", format!("no Name=gpu line{what}"))
+    })
+}
+
+/// [`parse`], but `Ok(None)` when the text has no `Name=gpu` line for the node (a gres.conf
+/// with only `AutoDetect=` or other GRES is not an error to callers that can do without it).
+///
+/// # Errors
+/// As [`parse`], except for the missing GPU line.
+pub fn parse_if_any(text: &str, node: Option<&str>) -> Result<Option<NodeTopology>, LineError> {
     let mut gpus: Vec<GpuLine> = Vec::new();
     let mut node_names: Option<(usize, String)> = None;
     let mut gpu_type: Option<String> = None;
@@ -95,7 +109,7 @@ pub fn parse(text: &str, node: Option<&str>) -> Result<NodeTopology, LineError> 
         if let Some(t) = get(&words, "Type") {
             gpu_type.get_or_insert_with(|| t.to_string());
         }
-        for _ in &files {
+        for f in &files {
             if gpus.len() >= MAX_GPUS {
                 return Err(LineError::new(
                     line,
@@ -105,20 +119,28 @@ pub fn parse(text: &str, node: Option<&str>) -> Result<NodeTopology, LineError> 
             }
             gpus.push(GpuLine {
                 line,
+                minor: minor_of(f),
                 cores: cores.clone(),
                 links: links.clone(),
             });
         }
     }
     if gpus.is_empty() {
-        let what = node.map_or(String::new(), |n| format!(" for node '{n}'"));
-        return Err(LineError::new(1, "Name", format!("no Name=gpu line{what}")));
+        return Ok(None);
     }
-    build(node, node_names.map(|n| n.1), gpu_type, &gpus)
+    build(node, node_names.map(|n| n.1), gpu_type, &gpus).map(Some)
+}
+
+/// The device minor number a `File=` path names: the decimal digits it ends with
+/// (`/dev/nvidia3` → 3), or `None` when it ends in none (or they overflow).
+pub fn minor_of(path: &str) -> Option<u32> {
+    let digits = path.len() - path.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    path[path.len() - digits..].parse().ok()
 }
 
 struct GpuLine {
     line: usize,
+    minor: Option<u32>,
     cores: Vec<u32>,
     links: Option<Vec<i64>>,
 }
@@ -146,6 +168,7 @@ fn build(
                 index,
                 socket,
                 cores: g.cores.clone(),
+                minor: g.minor,
                 ..Gpu::default()
             }
         })
@@ -350,6 +373,36 @@ mod tests {
         )
         .unwrap();
         assert_eq!((t.len(), t.name.as_str()), (4, "n3"));
+        let minors: Vec<_> = t.gpus().iter().map(|g| g.minor).collect();
+        assert_eq!(minors, [Some(0), Some(1), Some(2), Some(3)]);
+        let t = parse(
+            "Name=gpu File=/dev/nvidia12
+Name=gpu File=/dev/gpu
+",
+            None,
+        )
+        .unwrap();
+        assert_eq!((t.gpus()[0].minor, t.gpus()[1].minor), (Some(12), None));
+        assert_eq!(minor_of("/dev/nvidia99999999999"), None);
+        assert_eq!(
+            parse_if_any(
+                "AutoDetect=nvml
+Name=mps Count=4
+",
+                None
+            ),
+            Ok(None)
+        );
+        assert_eq!(
+            parse_if_any(
+                "Name=gpu File=/dev/x1
+",
+                Some("n1")
+            )
+            .unwrap()
+            .map(|t| t.len()),
+            Some(1)
+        );
         assert_eq!(
             expand_hostlist("n[01-03],x,y[5]").unwrap(),
             ["n01", "n02", "n03", "x", "y5"]
