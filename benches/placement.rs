@@ -8,7 +8,7 @@
 
 use criterion::{BatchSize, BenchmarkId, Criterion, black_box, criterion_group, criterion_main};
 use gputopo_core::GpuSet;
-use gputopo_core::placement::{Exhaustive, Gputopo, RankKey, Request, TopoTables, rank_nodes};
+use gputopo_core::placement::{Exhaustive, Gputopo, Request, TopoTables, rank_nodes};
 use gputopo_core::topology::{NodeTopology, fixture};
 use std::sync::Arc;
 use std::time::Duration;
@@ -88,14 +88,7 @@ fn decisions(c: &mut Criterion, label: &str, topo: &NodeTopology, max_k: usize, 
     let handle = engine.handle(topo).expect("≤ 16 GPUs");
     let n = topo.len();
     for k in 1..=n {
-        let _ = Gputopo::choose_on(
-            &handle,
-            topo.all(),
-            &Request {
-                count: k,
-                ..Request::default()
-            },
-        );
+        let _ = Gputopo::choose_on(&handle, topo.all(), &Request::new(k));
     }
     let mut g = c.benchmark_group(format!("decide/{label}"));
     for (name, near) in [("no-near", false), ("near-socket", true)] {
@@ -189,14 +182,7 @@ fn bench_tables(c: &mut Criterion) {
             b.iter(|| {
                 let t = TopoTables::new(&topo).expect("≤ 16 GPUs");
                 for k in 1..=topo.len() {
-                    black_box(Gputopo::choose_on(
-                        &t,
-                        topo.all(),
-                        &Request {
-                            count: k,
-                            ..Request::default()
-                        },
-                    ));
+                    black_box(Gputopo::choose_on(&t, topo.all(), &Request::new(k)));
                 }
             })
         });
@@ -235,29 +221,10 @@ fn bench_rank(c: &mut Criterion) {
             .map(|(i, (_, f))| (&topos[i % 2], *f))
             .collect();
         g.bench_function(BenchmarkId::new("exhaustive-k4", nodes), |b| {
-            b.iter(|| black_box(brute_rank(&plain, 4)))
+            b.iter(|| black_box(Exhaustive::rank_nodes(&plain, 4)))
         });
     }
     g.finish();
-}
-
-/// Brute-force reference ranking: per node the exhaustive best set, then the same key order
-/// as `rank_nodes` ([`RankKey`], then index).
-fn brute_rank(nodes: &[(&NodeTopology, GpuSet)], k: usize) -> Vec<usize> {
-    let req = Request {
-        count: k,
-        ..Request::default()
-    };
-    let mut keyed: Vec<_> = nodes
-        .iter()
-        .enumerate()
-        .filter_map(|(i, (t, free))| {
-            let (_, o) = Exhaustive::choose_detailed(t, *free, &req)?;
-            Some((RankKey::new(&o, free.len() - k), i))
-        })
-        .collect();
-    keyed.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 criterion_group!(benches, bench_decisions, bench_tables, bench_rank);

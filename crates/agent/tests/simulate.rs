@@ -2,12 +2,41 @@
 //! CSV trace round trip, and the invariant that gputopo never allocates a faulty GPU.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gputopo"));
-    c.current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
-    c
+/// Runs `gputopo simulate ARGS` from the repository root.
+fn simulate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gputopo"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .arg("simulate")
+        .args(args)
+        .output()
+        .expect("gputopo runs")
+}
+
+/// Runs `gputopo simulate ARGS`, expects success and returns stdout.
+fn succeeds(args: &[&str]) -> String {
+    let out = simulate(args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{args:?}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Runs `gputopo simulate ARGS`, expects exit code 1 with `message` on stderr.
+fn fails_with(args: &[&str], message: &str) {
+    let out = simulate(args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+    assert!(stderr.contains(message), "{args:?}: {stderr}");
+}
+
+/// A path as a command-line argument (temporary paths are UTF-8 here).
+fn arg(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 temporary path")
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -38,27 +67,16 @@ fn col(header: &[String], name: &str) -> usize {
 fn small_cluster_outputs_and_invariants() {
     let dir = scratch("out");
     let trace = dir.join("trace.csv");
-    let out = bin()
-        .args([
-            "simulate",
-            "--cluster",
-            "4xdgx1v,1xhgx-h100",
-            "--synthetic",
-            "300",
-            "--seed",
-            "7",
-        ])
-        .args(["--faults", "0.05", "--health-unaware", "--out"])
-        .arg(&dir)
-        .arg("--write-trace")
-        .arg(&trace)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let common = ["--cluster", "4xdgx1v,1xhgx-h100", "--seed", "7"];
+    let faults = ["--faults", "0.05", "--health-unaware"];
+    let stdout = succeeds(
+        &[
+            &common[..],
+            &faults,
+            &["--synthetic", "300", "--out", arg(&dir)],
+            &["--write-trace", arg(&trace)],
+        ]
+        .concat(),
     );
     for p in [
         "gputopo",
@@ -104,18 +122,13 @@ fn small_cluster_outputs_and_invariants() {
 
     // Replaying the written trace gives the same results (wall-clock columns aside).
     let again = dir.join("again");
-    let ok = bin()
-        .args(["simulate", "--cluster", "4xdgx1v,1xhgx-h100", "--seed", "7"])
-        .args(["--faults", "0.05", "--health-unaware", "--trace"])
-        .arg(&trace)
-        .arg("--out")
-        .arg(&again)
-        .output()
-        .unwrap();
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
+    succeeds(
+        &[
+            &common[..],
+            &faults,
+            &["--trace", arg(&trace), "--out", arg(&again)],
+        ]
+        .concat(),
     );
     let (_, rows2) = summary(&again);
     let logical = |r: &Vec<String>| -> Vec<String> {
@@ -135,87 +148,39 @@ fn small_cluster_outputs_and_invariants() {
 
 #[test]
 fn bad_inputs_are_clear_errors() {
-    let out = bin()
-        .args([
-            "simulate",
-            "--cluster",
-            "2xno-such-board",
-            "--synthetic",
-            "10",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-board"));
-    let out = bin()
-        .args([
-            "simulate",
+    fails_with(
+        &["--cluster", "2xno-such-board", "--synthetic", "10"],
+        "no-such-board",
+    );
+    fails_with(
+        &[
             "--cluster",
             "dgx1v",
             "--synthetic",
             "10",
             "--policies",
             "magic",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown policy `magic`"));
+        ],
+        "unknown policy `magic`",
+    );
 
     let dir = scratch("faults");
     let faults = dir.join("faults.csv");
+    let small = [
+        "--cluster",
+        "2xdgx1v",
+        "--synthetic",
+        "20",
+        "--faults",
+        arg(&faults),
+    ];
     std::fs::write(&faults, "time,node,gpu\n0,1,3\n").unwrap();
-    let out = bin()
-        .args([
-            "simulate",
-            "--cluster",
-            "2xdgx1v",
-            "--synthetic",
-            "20",
-            "--policies",
-            "gputopo",
-        ])
-        .arg("--faults")
-        .arg(&faults)
-        .arg("--out")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeds(&[&small[..], &["--policies", "gputopo", "--out", arg(&dir)]].concat());
     let (h, rows) = summary(&dir);
     assert_eq!(rows[0][col(&h, "faults")], "1");
     std::fs::write(&faults, "0,2,0\n").unwrap();
-    let out = bin()
-        .args([
-            "simulate",
-            "--cluster",
-            "2xdgx1v",
-            "--synthetic",
-            "20",
-            "--faults",
-        ])
-        .arg(&faults)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("outside the cluster"));
+    fails_with(&small, "outside the cluster");
     std::fs::write(&faults, "0,1,9\n").unwrap();
-    let out = bin()
-        .args([
-            "simulate",
-            "--cluster",
-            "2xdgx1v",
-            "--synthetic",
-            "20",
-            "--faults",
-        ])
-        .arg(&faults)
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("node 1 has no GPU 9"));
+    fails_with(&small, "node 1 has no GPU 9");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -43,6 +43,18 @@ fixtures! {
     pcie8 => "pcie8.topo",
 }
 
+/// The NVLink count of every pair, row by row (0 on the diagonal): compares topologies read
+/// from different formats.
+pub fn nvlink_matrix(t: &NodeTopology) -> Vec<Vec<u8>> {
+    (0..t.len())
+        .map(|a| {
+            (0..t.len())
+                .map(|b| if a == b { 0 } else { t.link(a, b).nvlinks })
+                .collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

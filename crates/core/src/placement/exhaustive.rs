@@ -41,6 +41,23 @@ impl Exhaustive {
         );
         best.map(|(o, s)| (s, o))
     }
+
+    /// The reference node ranking: each node's [`super::RankKey`] from its brute-force choice
+    /// for `k` GPUs, a plain sort (best first, ties in input order). `rank_nodes` must agree.
+    pub fn rank_nodes(nodes: &[(&NodeTopology, GpuSet)], k: usize) -> Vec<usize> {
+        let req = Request::new(k);
+        let mut keyed: Vec<_> = nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (t, free))| {
+                let (_, o) = Self::choose_detailed(t, *free, &req)?;
+                let left = free.intersection(t.all()).len() - k;
+                Some((super::RankKey::new(&o, left), i))
+            })
+            .collect();
+        keyed.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        keyed.into_iter().map(|(_, i)| i).collect()
+    }
 }
 
 impl Policy for Exhaustive {

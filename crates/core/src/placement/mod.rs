@@ -42,6 +42,17 @@ pub struct Request {
     pub near: GpuSet,
 }
 
+impl Request {
+    /// A request for `count` GPUs, none required, no preference.
+    pub const fn new(count: usize) -> Self {
+        Request {
+            count,
+            required: GpuSet::EMPTY,
+            near: GpuSet::EMPTY,
+        }
+    }
+}
+
 /// A GPU placement strategy. Implementations are stateless and deterministic.
 pub trait Policy: Send + Sync {
     /// Short name used on the command line and in reports (`gputopo`, `first-fit`, ...).

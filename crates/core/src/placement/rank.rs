@@ -217,7 +217,7 @@ mod tests {
     /// The counting-sort ranking equals a plain sort on keys computed by brute force.
     #[test]
     fn equals_brute_force_ranking() {
-        use crate::placement::{Exhaustive, Request};
+        use crate::placement::Exhaustive;
         let topos = [
             crate::fixtures::dgx1v(),
             crate::fixtures::rtx8000x4(),
@@ -244,21 +244,10 @@ mod tests {
             .iter()
             .map(|&(t, f)| (Arc::clone(&handles[t]), f))
             .collect();
+        let plain: Vec<(&NodeTopology, GpuSet)> =
+            nodes.iter().map(|&(t, f)| (&topos[t], f)).collect();
         for k in 1..=5 {
-            let req = Request {
-                count: k,
-                ..Request::default()
-            };
-            let mut want: Vec<_> = nodes
-                .iter()
-                .enumerate()
-                .filter_map(|(i, &(t, f))| {
-                    let (_, o) = Exhaustive::choose_detailed(&topos[t], f, &req)?;
-                    Some((RankKey::new(&o, f.len() - k), i))
-                })
-                .collect();
-            want.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-            let want: Vec<usize> = want.into_iter().map(|(_, i)| i).collect();
+            let want = Exhaustive::rank_nodes(&plain, k);
             assert_eq!(rank_nodes(&cands, k), want, "k={k}");
         }
     }

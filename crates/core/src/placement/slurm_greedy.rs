@@ -331,10 +331,7 @@ mod tests {
     }
 
     fn choose(p: SlurmGreedy, free: &str, k: usize) -> GpuSet {
-        let req = Request {
-            count: k,
-            ..Request::default()
-        };
+        let req = Request::new(k);
         p.choose(&dgx1v(), set(free), &req).unwrap()
     }
 
@@ -387,17 +384,7 @@ mod tests {
                 assert_eq!(got, set(w), "{}", p.name());
                 free = free.difference(got);
             }
-            assert!(
-                p.choose(
-                    &dgx1v(),
-                    free,
-                    &Request {
-                        count: 1,
-                        ..Request::default()
-                    }
-                )
-                .is_none()
-            );
+            assert!(p.choose(&dgx1v(), free, &Request::new(1)).is_none());
         }
     }
 
@@ -439,10 +426,7 @@ mod tests {
             .choose(&dgx1v(), set("0-7"), &req)
             .unwrap();
         assert!(got.contains(4) && got.len() == 2);
-        let req = Request {
-            count: 9,
-            ..Request::default()
-        };
+        let req = Request::new(9);
         assert!(
             SlurmGreedy::V22_05
                 .choose(&dgx1v(), set("0-7"), &req)

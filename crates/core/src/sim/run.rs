@@ -253,10 +253,7 @@ impl Sim<'_> {
         if (self.state.nodes_with_at_least(k) as usize) < m {
             return None;
         }
-        let req = Request {
-            count: k,
-            ..Request::default()
-        };
+        let req = Request::new(k);
         let mut out = Vec::with_capacity(m);
         match self.placement {
             Placement::Baseline(policy) => {
@@ -308,29 +305,15 @@ impl Sim<'_> {
                 let usable = self.state.usable(node);
                 let handle = &self.handles[g as usize];
                 let best = *self.best.entry((g, usable, k as u8)).or_insert_with(|| {
-                    Gputopo::choose_on(
-                        handle,
-                        GpuSet::from_bits(usable),
-                        &Request {
-                            count: k,
-                            ..Request::default()
-                        },
-                    )
-                    .map_or(Score::NONE, |c| score(topo, c.gpus))
+                    Gputopo::choose_on(handle, GpuSet::from_bits(usable), &Request::new(k))
+                        .map_or(Score::NONE, |c| score(topo, c.gpus))
                 });
                 let got = score(topo, set);
                 self.acc.allocation(got.bottleneck, got >= best);
                 let ring = self.comm.ring(g, topo, set);
                 let ideal = self.comm.ideal(g, topo, k, || {
-                    Gputopo::choose_on(
-                        handle,
-                        topo.all(),
-                        &Request {
-                            count: k,
-                            ..Request::default()
-                        },
-                    )
-                    .map_or(topo.all(), |c| c.gpus)
+                    Gputopo::choose_on(handle, topo.all(), &Request::new(k))
+                        .map_or(topo.all(), |c| c.gpus)
                 });
                 factor = factor.max(slowdown(self.comm_fraction, ideal, ring));
             }

@@ -307,6 +307,7 @@ pub fn expand_hostlist(s: &str) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::nvlink_matrix;
     use proptest::prelude::*;
 
     const DGX1V: &str = include_str!("../../../../tests/fixtures/topologies/dgx1v-gres.conf");
@@ -317,12 +318,8 @@ mod tests {
         let f = crate::fixtures::dgx1v();
         assert_eq!(t.len(), 8);
         assert_eq!(t.gpu_type.as_deref(), Some("v100"));
+        assert_eq!(nvlink_matrix(&t), nvlink_matrix(&f));
         for a in 0..8 {
-            for b in 0..8 {
-                if a != b {
-                    assert_eq!(t.link(a, b).nvlinks, f.link(a, b).nvlinks, "{a},{b}");
-                }
-            }
             assert_eq!(t.gpus()[a].cores, f.gpus()[a].cores);
         }
         assert_eq!(t.link(0, 1).pcie, PcieLevel::Node);

@@ -133,10 +133,7 @@ fn dgx1v_four_successive_pairs_are_all_nv2() {
     let mut free = topo.all();
     let mut got = Vec::new();
     for _ in 0..4 {
-        let req = Request {
-            count: 2,
-            ..Request::default()
-        };
+        let req = Request::new(2);
         let c = engine.choose_detailed(&topo, free, &req).unwrap();
         let v = c.gpus.to_vec();
         assert_eq!(topo.link(v[0], v[1]).nvlinks, 2, "{:?}", c.gpus);
@@ -169,10 +166,7 @@ fn greedy_fallback_above_sixteen() {
     assert_eq!(e.choose(&t, t.all(), &req), Some(s(&[0, 1, 7])));
     assert_eq!(e.choose(&t, s(&[1, 2]), &req), None);
     let t = NodeTopology::uniform("max", 32, PcieLevel::Pix).unwrap();
-    let req = Request {
-        count: 16,
-        ..Request::default()
-    };
+    let req = Request::new(16);
     let c = e.choose_detailed(&t, t.all(), &req).unwrap();
     assert_eq!(c.gpus, GpuSet::first_n(16));
     assert_eq!(c.objective.quality, score(&t, c.gpus));
