@@ -38,6 +38,13 @@ fn faulty_extra(bad: usize) -> String {
     format!(r#"{{"gputopo":{{"v":1,"gpus":[{}]}}}}"#, gpus.join(","))
 }
 
+/// Publishes GPU `bad` of `node` as faulty, as the agent would (root may update Extra).
+fn plant_fault(c: &Cluster, node: &str, bad: usize) {
+    let node = format!("NodeName={node}");
+    let extra = format!("Extra={}", faulty_extra(bad));
+    c.ok("scontrol", &["update", &node, &extra]);
+}
+
 const HEALTHY_EXTRA: &str = r#"{"gputopo":{"v":1,"gpus":[]}}"#;
 
 /// DGX-1V as Slurm sees it: NVLinks from `Links=`, sockets from `Cores=`, no PCIe switch
@@ -225,14 +232,7 @@ fn faulty_gpu_is_never_allocated_and_returns_when_cleared() {
     }
     let c = cluster(1);
     let bad = 3;
-    c.ok(
-        "scontrol",
-        &[
-            "update",
-            "NodeName=n1",
-            &format!("Extra={}", faulty_extra(bad)),
-        ],
-    );
+    plant_fault(&c, "n1", bad);
     let mut rng = Lcg(9);
     let got = burst(&c, 200, "n1", &mut rng);
     assert!(
@@ -279,14 +279,7 @@ fn restart_and_reconfigure_mid_stream() {
     }
     let c = cluster(2);
     let bad = 5;
-    c.ok(
-        "scontrol",
-        &[
-            "update",
-            "NodeName=n2",
-            &format!("Extra={}", faulty_extra(bad)),
-        ],
-    );
+    plant_fault(&c, "n2", bad);
     let mut rng = Lcg(21);
     let mut ids = Vec::new();
     let check = |c: &Cluster| {
