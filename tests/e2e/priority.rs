@@ -8,8 +8,10 @@
 //! Jobs stay pending behind one job that fills every node; PriorityMaxAge is 7 days, so the age
 //! term stays below 1 during the test.
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled};
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, repo};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
 
 const EXTRA: &str = "\
 PriorityWeightAge=1000
@@ -57,9 +59,23 @@ fn score(priority: &str) -> (Rows, String, String) {
         extra_conf: Some(EXTRA.into()),
         ..Opts::default()
     });
-    let blocker = c.sbatch(&["-p", "hi", "-N2", "--exclusive", "--wrap", "sleep 900"]);
+    let out = submit_and_read(&c, &["-p", "hi"], JOBS);
+    if priority == "gputopo" {
+        assert!(
+            c.dir().join("state/gputopo_priority_ledger.json").is_file(),
+            "ledger persisted in StateSaveLocation"
+        );
+    }
+    out
+}
+
+/// Fills both nodes with one job, submits `jobs`, and reads sprio once factors are set.
+fn submit_and_read(c: &Cluster, blocker_args: &[&str], jobs: &[&[&str]]) -> (Rows, String, String) {
+    let mut b = blocker_args.to_vec();
+    b.extend(["-N2", "--exclusive", "--wrap", "sleep 900"]);
+    let blocker = c.sbatch(&b);
     c.wait_state(blocker, "RUNNING", WAIT);
-    let jobs: Vec<u32> = JOBS
+    let jobs: Vec<u32> = jobs
         .iter()
         .map(|a| {
             let mut args = a.to_vec();
@@ -67,8 +83,22 @@ fn score(priority: &str) -> (Rows, String, String) {
             c.sbatch(&args)
         })
         .collect();
-    // Factors are set at submit and refreshed every PriorityCalcPeriod; wait for one pass.
+    // Factors are set at submit and by the first recalculation pass.
     std::thread::sleep(std::time::Duration::from_secs(7));
+    let rows = read_sprio(c, &jobs);
+    let tres = c.ok("sprio", &["-h", "-o", "%i|%r|%T"]);
+    let weights = c.ok("sprio", &["-w"]);
+    // sshare loads the priority plugin too (24.11 fatals if it cannot).
+    let sshare = c.run("sshare", &[]);
+    let err = String::from_utf8_lossy(&sshare.stderr);
+    assert!(
+        !err.contains("fatal") && !err.contains("Couldn't load"),
+        "sshare: {err}"
+    );
+    (rows, tres, weights)
+}
+
+fn read_sprio(c: &Cluster, jobs: &[u32]) -> Rows {
     let fmt = "%i|%r|%Y|%S|%A|%B|%F|%J|%P|%Q|%N|%T";
     let mut rows = Rows::new();
     c.wait_until("sprio rows for every pending job", WAIT, || {
@@ -88,22 +118,7 @@ fn score(priority: &str) -> (Rows, String, String) {
         }
         jobs.iter().all(|j| rows.keys().any(|(id, _)| id == j))
     });
-    let tres = c.ok("sprio", &["-h", "-o", "%i|%r|%T"]);
-    let weights = c.ok("sprio", &["-w"]);
-    // sshare loads the priority plugin too (24.11 fatals if it cannot).
-    let sshare = c.run("sshare", &[]);
-    let err = String::from_utf8_lossy(&sshare.stderr);
-    assert!(
-        !err.contains("fatal") && !err.contains("Couldn't load"),
-        "sshare with priority/{priority}: {err}"
-    );
-    if priority == "gputopo" {
-        assert!(
-            c.dir().join("state/gputopo_priority_ledger.json").is_file(),
-            "ledger persisted in StateSaveLocation"
-        );
-    }
-    (rows, tres, weights)
+    rows
 }
 
 #[test]
@@ -143,4 +158,148 @@ fn gputopo_scores_pending_jobs_like_multifactor() {
     }
     assert_eq!(stock_tres, our_tres, "TRES factors");
     assert_eq!(stock_w, our_w, "sprio -w");
+}
+
+/// Pending jobs for the slurmdbd configuration: accounts with different shares and
+/// association priority, QOS with different priorities.
+const DBD_JOBS: &[&[&str]] = &[
+    &["-A", "acct_a", "-p", "hi", "-n1"],
+    &["-A", "acct_b", "-p", "lo", "-n4"],
+    &["-A", "acct_a", "--qos=high", "-p", "hi", "-N2", "-n8"],
+    &["-A", "acct_b", "--qos=low", "-p", "hi", "--nice=50", "-n2"],
+    &["-A", "acct_b", "-p", "hi,lo", "-n1"],
+    &["-A", "acct_a", "--qos=high", "-p", "lo", "-n1"],
+];
+
+fn slurm_bin(release: &str) -> PathBuf {
+    if release == "22.05.8" {
+        PathBuf::from("/usr/bin")
+    } else {
+        PathBuf::from(
+            std::env::var("GPUTOPO_CACHE").unwrap_or_else(|_| "/var/cache/gputopo".into()),
+        )
+        .join("slurm-24.11.5/bin")
+    }
+}
+
+/// Starts MariaDB + slurmdbd (contrib/slurmdbd.sh), creates accounts, users and QOS with
+/// sacctmgr, and returns the slurm.conf lines that point slurmctld at it.
+fn start_slurmdbd(release: &str, dir: &str) -> String {
+    let out = Command::new(repo().join("contrib/slurmdbd.sh"))
+        .args([
+            "up",
+            "--release",
+            release,
+            "--dir",
+            dir,
+            "--cluster",
+            "prioparity",
+        ])
+        .output()
+        .expect("run contrib/slurmdbd.sh");
+    assert!(
+        out.status.success(),
+        "slurmdbd.sh up: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sacctmgr = |args: &[&str]| {
+        let o = Command::new(slurm_bin(release).join("sacctmgr"))
+            .arg("-i")
+            .args(args)
+            .env("SLURM_CONF", format!("{dir}.dbd/slurm.conf"))
+            .output()
+            .expect("run sacctmgr");
+        assert!(
+            o.status.success(),
+            "sacctmgr {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    sacctmgr(&["add", "qos", "high", "priority=100"]);
+    sacctmgr(&["add", "qos", "low", "priority=10"]);
+    sacctmgr(&["add", "account", "acct_a", "fairshare=10"]);
+    sacctmgr(&["add", "account", "acct_b", "fairshare=30"]);
+    sacctmgr(&["modify", "account", "acct_b", "set", "priority=5"]);
+    sacctmgr(&[
+        "add",
+        "user",
+        "root",
+        "account=acct_a,acct_b",
+        "qos=normal,high,low",
+    ]);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stop_slurmdbd(dir: &str) {
+    let _ = Command::new(repo().join("contrib/slurmdbd.sh"))
+        .args(["down", "--dir", dir])
+        .output();
+}
+
+/// Scores with slurmdbd: right after submission, and again after one PriorityCalcPeriod
+/// (60 s), when the blocker's usage has been charged to acct_a and Fair Tree re-ranked.
+fn score_dbd(priority: &str) -> (Rows, Rows, String) {
+    let release = super::harness::release();
+    let dir = "/tmp/gputopo-e2e-prio-dbd";
+    stop_slurmdbd(dir);
+    let acct = start_slurmdbd(&release, dir);
+    let extra =
+        format!("{EXTRA}PriorityWeightAssoc=1000\nAccountingStorageEnforce=associations\n{acct}");
+    let c = Cluster::up(Opts {
+        nodes: 2,
+        priority: priority.into(),
+        extra_conf: Some(extra),
+        ..Opts::default()
+    });
+    let (first, _, weights) = submit_and_read(&c, &["-A", "acct_a", "-p", "hi"], DBD_JOBS);
+    std::thread::sleep(std::time::Duration::from_secs(65));
+    let jobs: Vec<u32> = first.keys().map(|(j, _)| *j).collect();
+    let second = read_sprio(&c, &jobs);
+    drop(c);
+    stop_slurmdbd(dir);
+    (first, second, weights)
+}
+
+fn assert_same(stock: &Rows, ours: &Rows, when: &str) {
+    assert_eq!(
+        stock.keys().collect::<Vec<_>>(),
+        ours.keys().collect::<Vec<_>>(),
+        "{when}: same rows"
+    );
+    for (key, s) in stock {
+        let o = &ours[key];
+        for col in [
+            "SITE",
+            "ASSOC",
+            "FAIRSHARE",
+            "JOBSIZE",
+            "PARTITION",
+            "QOS",
+            "NICE",
+        ] {
+            assert_eq!(s[col], o[col], "{when} {key:?} {col}");
+        }
+        // Age counts seconds since accrue_time: allow the one-second/truncation difference.
+        assert!((s["AGE"] - o["AGE"]).abs() <= 1.0, "{when} {key:?} AGE");
+        assert!(
+            (s["PRIORITY"] - o["PRIORITY"]).abs() <= 1.0,
+            "{when} {key:?} PRIORITY {s:?} vs {o:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs root, Slurm, MariaDB and slurmdbd; run by contrib/test-all.sh"]
+fn with_slurmdbd_every_factor_matches_multifactor() {
+    if !e2e_enabled() {
+        return;
+    }
+    let (s1, s2, sw) = score_dbd("multifactor");
+    let (o1, o2, ow) = score_dbd("gputopo");
+    eprintln!("multifactor: {s1:?}\n{s2:?}\ngputopo: {o1:?}\n{o2:?}");
+    assert_same(&s1, &o1, "at submit");
+    assert_same(&s2, &o2, "after one PriorityCalcPeriod");
+    assert_eq!(sw, ow, "sprio -w");
+    // The association and QOS factors are really exercised.
+    assert!(s1.values().any(|r| r["ASSOC"] > 0.0) && s1.values().any(|r| r["QOS"] > 0.0));
 }
