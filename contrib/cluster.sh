@@ -302,10 +302,14 @@ cmd_up() {
   # A cluster killed without `down` leaves processes but no cluster.env.
   local p; for p in $(cluster_pids "$dir"); do kill -KILL "$p" 2>/dev/null || true; done
 
-  # Ports: derived from DIR (stride 200, 20000..59800), checked to be free.
-  port_base=$((20000 + ($(printf %s "$dir" | cksum | cut -d' ' -f1) % 200) * 200))
-  if command -v ss >/dev/null && ss -Htln | awk '{print $4}' | grep -qE ":($port_base|$((port_base + 1)))\$"; then
-    die "port $port_base or $((port_base + 1)) (derived from $dir) is in use; use another --dir"
+  # Ports: derived from DIR (stride 200 in 10000..31999, below Linux's ephemeral range, which
+  # starts at 32768: an outgoing connection could otherwise hold a node's port), checked free.
+  port_base=$((10000 + ($(printf %s "$dir" | cksum | cut -d' ' -f1) % 110) * 200))
+  if command -v ss >/dev/null; then
+    local busy
+    busy=$(ss -Htan exclude time-wait | awk -v lo="$port_base" -v hi="$((port_base + nodes))" \
+      '{ n = split($4, a, ":"); p = a[n] + 0; if (p >= lo && p <= hi) print p }' | sort -u | tr '\n' ' ')
+    [ -z "$busy" ] || die "ports $busy (derived from $dir: $port_base-$((port_base + nodes))) are in use; use another --dir"
   fi
 
   rm -rf "$dir/etc" "$dir/state" "$dir/spool" "$dir/log" "$dir/plugins" "$dir"/*.pid

@@ -211,6 +211,11 @@ fn backfill_starts_short_jobs_around_a_reservation() {
     // because it ends before B's expected start.
     let cj = c.sbatch(&["--gres=gpu:2", "--time=1", "--wrap", "sleep 600"]);
     c.wait_state(cj, "RUNNING", WAIT);
+    let started = format!("Started JobId={cj} in ");
+    assert!(
+        c.slurmctld_log().contains(&started),
+        "job {cj} was not started by sched/backfill"
+    );
     // D: 1 GPU for 10 min would run into the reservation (and delay B): stays pending.
     let d = c.sbatch(&["--gres=gpu:1", "--time=10", "--wrap", "sleep 600"]);
     c.wait_until("D to be considered by backfill", WAIT, || {
