@@ -61,10 +61,10 @@ submit() { # description, sbatch args...
   jobs+=("$id")
 }
 jobs=()
+submit "two nodes, 1 GPU each"              -N2 --gpus-per-node=1
 submit "2 GPUs (should be an NVLink pair)"  --gres=gpu:2
 submit "4 GPUs on one node"                 --gpus=4 -N1
 submit "2 GPUs, 1 GPU per task"             -n2 --gpus-per-task=1
-submit "two nodes, 1 GPU each"              -N2 --gpus-per-node=1
 submit "an array of 2 x 1 GPU"              --array=1-2 --gres=gpu:1
 for i in $(seq 300); do
   [ -z "$(squeue -h -t PENDING,CONFIGURING -o %i)" ] && break
@@ -77,8 +77,9 @@ for id in "${jobs[@]}"; do
   echo
   echo "--- scontrol show job -d $id"
   scontrol show job -d "$id" | grep -E 'JobId=|JobState=|NodeList=|TRES=|JOB_GRES=|Nodes=.*GRES=|TresPerJob|TresPerNode|TresPerTask'
-  out=slurm-$id.out
-  [ -s "$out" ] && sed 's/^/    step output: /' "$out"
+  for out in "slurm-$id.out" "slurm-${id}"_*.out; do
+    [ -s "$out" ] && sed "s/^/    step output ($out): /" "$out"
+  done
 done
 echo
 echo "--- select/gputopo in slurmctld.log (debug level):"
