@@ -1,0 +1,155 @@
+//! What multifactor's decay thread does to associations when slurmdbd is present, which
+//! gputopo must therefore do too once it replaces multifactor:
+//!
+//! - decay every association's `usage_raw` by `d^Δt` (`_apply_decay`);
+//! - add running jobs' decayed billing-seconds to their association chain up to root
+//!   (`_apply_new_usage`: `Δt·d^Δt · billable_tres · QOS UsageFactor`);
+//! - rank associations with Fair Tree and store `fs_factor`, `level_fs`, `usage_efctv` and
+//!   `usage_norm` (`fair_tree.c`'s `_apply_priority_fs`), which `priority_p_set`, sprio and
+//!   sshare read. Classic fair share needs no pass: `calc_fs_factor` runs per job.
+//!
+//! Not mirrored (documented in docs/priority.md): `usage_tres_raw`, `grp_used_wall`, QOS usage.
+//! Everything runs under the assoc_mgr association write lock (taken here).
+
+use gputopo_core::priority::{AssocId, AssocNode, AssocTree};
+
+use super::{AssocLock, long_double_get, long_double_set};
+use crate::ffi;
+use crate::slurm::list::ListRef;
+
+type Assoc = ffi::slurmdb_assoc_rec_t;
+
+fn children(a: *mut Assoc) -> Vec<*mut Assoc> {
+    // SAFETY: live association (assoc write lock held by the caller of this module's fns).
+    let Some(u) = (unsafe { a.as_ref() }).and_then(|a| {
+        // SAFETY: as above.
+        unsafe { a.usage.as_ref() }
+    }) else {
+        return Vec::new();
+    };
+    // SAFETY: children_list holds association pointers owned by assoc_mgr.
+    match unsafe { ListRef::<Assoc>::from_raw(u.children_list) } {
+        Some(l) => l.iter().map(|c| c as *const Assoc as *mut Assoc).collect(),
+        None => Vec::new(),
+    }
+}
+
+/// Decays every association's `usage_raw` by `factor` (0 < factor ≤ 1).
+pub fn decay_usage(factor: f64) {
+    if !(factor > 0.0 && factor < 1.0) {
+        return;
+    }
+    let _lock = AssocLock::acquire(true, false);
+    // SAFETY: libslurmfull global list of every association (assoc write lock held).
+    let list = unsafe { std::ptr::addr_of!(ffi::assoc_mgr_assoc_list).read() };
+    // SAFETY: list of associations.
+    let Some(l) = (unsafe { ListRef::<Assoc>::from_raw(list) }) else {
+        return;
+    };
+    for a in l.iter() {
+        // SAFETY: usage of a live association; write lock held.
+        if let Some(u) = unsafe { a.usage.as_mut() } {
+            // SAFETY: long double field of a live usage record.
+            let v = unsafe { long_double_get(&u.usage_raw) };
+            // SAFETY: as above.
+            unsafe { long_double_set(&mut u.usage_raw, v * factor) };
+        }
+    }
+}
+
+/// Adds `usage` to the association and every parent up to root.
+///
+/// # Safety
+/// `assoc` is null or a live association; the caller holds the slurmctld job lock.
+pub unsafe fn add_usage(assoc: *mut Assoc, usage: f64) {
+    if usage <= 0.0 {
+        return;
+    }
+    let _lock = AssocLock::acquire(true, false);
+    let mut a = assoc;
+    // SAFETY: parent chain of live associations (assoc write lock held).
+    while let Some(rec) = unsafe { a.as_ref() } {
+        // SAFETY: as above.
+        let Some(u) = (unsafe { rec.usage.as_mut() }) else {
+            break;
+        };
+        // SAFETY: long double field of a live usage record.
+        let v = unsafe { long_double_get(&u.usage_raw) };
+        // SAFETY: as above.
+        unsafe { long_double_set(&mut u.usage_raw, v + usage) };
+        a = u.parent_assoc_ptr;
+    }
+}
+
+/// Fair Tree over assoc_mgr's tree; stores the results in the association records. Returns
+/// false when assoc_mgr has no tree yet (22.05 starts the role with `select/gputopo`, before
+/// slurmctld loads associations).
+pub fn fair_tree_pass() -> bool {
+    let _lock = AssocLock::acquire(true, false);
+    // SAFETY: libslurmfull global (assoc lock held).
+    let root = unsafe { std::ptr::addr_of!(ffi::assoc_mgr_root_assoc).read() };
+    if root.is_null() {
+        return false;
+    }
+    let mut tree = AssocTree::new();
+    let mut ptrs: Vec<*mut Assoc> = vec![root];
+    let node = |a: *mut Assoc| {
+        // SAFETY: live association and usage (lock held).
+        let rec = unsafe { &*a };
+        // SAFETY: as above.
+        let u = unsafe { rec.usage.as_ref() };
+        AssocNode {
+            is_user: !rec.user.is_null(),
+            shares_raw: rec.shares_raw,
+            // SAFETY: long double field of a live usage record.
+            usage_raw: u.map_or(0.0, |u| unsafe { long_double_get(&u.usage_raw) }),
+            shares_norm: u.map_or(0.0, |u| u.shares_norm),
+            level_shares: u.map_or(0, |u| u.level_shares),
+            ..Default::default()
+        }
+    };
+    tree.nodes[0] = node(root);
+    let mut stack = vec![(AssocId(0), root)];
+    while let Some((id, a)) = stack.pop() {
+        for c in children(a) {
+            let cid = tree.add_child_of(id, node(c));
+            ptrs.push(c);
+            stack.push((cid, c));
+        }
+    }
+    // Children must be in list order for tie handling; the DFS above appends per parent in
+    // order, so `children` vectors are already in Slurm's order.
+    // SAFETY: libslurmfull global.
+    let users = unsafe { std::ptr::addr_of!(ffi::g_user_assoc_count).read() };
+    tree.fair_tree(users);
+    log::debug!(
+        "fair tree over {} associations, {} users: {:?}",
+        tree.nodes.len(),
+        users,
+        tree.nodes
+            .iter()
+            .map(|n| (n.is_user, n.shares_norm, n.level_fs, n.fs_factor))
+            .collect::<Vec<_>>()
+    );
+    for (i, a) in ptrs.iter().enumerate() {
+        let n = &tree.nodes[i];
+        // SAFETY: live association usage, write lock held.
+        let Some(u) = (unsafe { (**a).usage.as_mut() }) else {
+            continue;
+        };
+        if n.is_user {
+            u.fs_factor = n.fs_factor;
+        }
+        if i > 0 {
+            // SAFETY: long double fields of a live usage record.
+            unsafe {
+                long_double_set(&mut u.level_fs, n.level_fs);
+            }
+            // SAFETY: as above.
+            unsafe { long_double_set(&mut u.usage_efctv, n.usage_efctv) };
+            // SAFETY: as above.
+            unsafe { long_double_set(&mut u.usage_norm, n.usage_norm) };
+        }
+    }
+    true
+}
