@@ -2,7 +2,7 @@
 # Priority recalculation cost inside slurmctld: N pending jobs (default 10000), scored by
 # priority/multifactor and by priority/gputopo on the same local cluster configuration.
 #
-#   contrib/bench-priority.sh [--release 22.05.8|24.11.5] [--jobs N] [--periods P]
+#   contrib/bench-priority.sh [--release 22.05.8|24.11.5] [--jobs N] [--periods P] [--slurmdbd]
 #
 # The metric is CPU time of the recalculation thread ("decay" for multifactor, "gputopo-prio"
 # for gputopo) from /proc/<pid>/task/<tid>/schedstat (ns), over P PriorityCalcPeriods of one
@@ -10,15 +10,19 @@
 # (job write, node/partition read) for their pass, so this is also the time the job write lock
 # is held per period. Without slurmdbd (the harness default) multifactor's pass recomputes
 # job factors only, while gputopo also charges/decays its ledger and re-ranks users.
+# 22.05's multifactor starts no recalculation thread at all without slurmdbd (priorities are
+# set at submit only), so compare 22.05 with --slurmdbd (contrib/slurmdbd.sh: MariaDB +
+# slurmdbd; both plugins then decay usage, run Fair Tree and recompute every pending job).
 # Needs root; uses contrib/cluster.sh (GPUTOPO_PLUGIN_SO / GPUTOPO_BIN honoured).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-release=22.05.8 jobs=10000 periods=2 dir=/tmp/gputopo-bench-priority
+release=22.05.8 jobs=10000 periods=2 dir=/tmp/gputopo-bench-priority dbd=
 while [ $# -gt 0 ]; do
   case $1 in
     --release) release=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --periods) periods=$2; shift 2 ;;
+    --slurmdbd) dbd=1; shift ;;
     *) echo "usage: $0 [--release R] [--jobs N] [--periods P]" >&2; exit 2 ;;
   esac
 done
@@ -45,6 +49,9 @@ thread_ns() { # pid name -> summed on-CPU ns of threads with that comm
 
 run() { # priority thread-name
   local pr=$1 name=$2 pid t0 t1 s0 s1
+  if [ -n "$dbd" ]; then
+    "$here/slurmdbd.sh" up --release "$release" --dir "$dir" --cluster benchprio >> "$extra"
+  fi
   "$here/cluster.sh" up --release "$release" --nodes 2 --topology dgx1v --priority "$pr" \
     --dir "$dir" --extra-conf "$extra" >/dev/null
   eval "$("$here/cluster.sh" env --dir "$dir")"
@@ -57,8 +64,12 @@ run() { # priority thread-name
   s0=$(thread_ns "$pid" "$name"); t0=$(date +%s)
   sleep $((periods * 60 + 2))
   s1=$(thread_ns "$pid" "$name"); t1=$(date +%s)
-  echo "$release $pr: $jobs pending jobs, $(( (s1 - s0) / periods / 1000 )) us CPU per recalculation ($periods periods, $((t1 - t0)) s)"
+  echo "$release $pr${dbd:+ (slurmdbd)}: $jobs pending jobs, $(( (s1 - s0) / periods / 1000 )) us CPU per recalculation ($periods periods, $((t1 - t0)) s)"
   "$here/cluster.sh" down --dir "$dir" >/dev/null
+  if [ -n "$dbd" ]; then
+    "$here/slurmdbd.sh" down --dir "$dir"
+    sed -i '/^ClusterName=\|^AccountingStorage/d' "$extra"
+  fi
 }
 run multifactor decay
 run gputopo gputopo-prio
