@@ -158,7 +158,7 @@ impl Extension {
         let gpus = self
             .gpu_index
             .and_then(|i| job.tres_alloc(i, tres_cnt))
-            .unwrap_or(0);
+            .unwrap_or_else(|| job.allocated_gpus());
         self.ledger.charge(&UsageCharge {
             account: job.account(),
             user: job.user_id().to_string(),

@@ -218,6 +218,25 @@ impl<'a> JobRecord<'a> {
         (v != NO_CONSUME_VAL64).then_some(v)
     }
 
+    /// GPUs allocated to the job, from `gres_list_alloc` (the GRES named `gpu`, all types):
+    /// without slurmdbd `gres/gpu` is not a TRES, so `tres_alloc_cnt` cannot say.
+    pub fn allocated_gpus(&self) -> u64 {
+        // SAFETY: gres_list_alloc holds gres_state_t records owned by the job (job lock held).
+        let Some(list) = (unsafe { ListRef::<ffi::gres_state_t>::from_raw(self.job.gres_list_alloc) }) else {
+            return 0;
+        };
+        list.iter()
+            .filter(|g| {
+                // SAFETY: NUL-terminated GRES name (or NULL).
+                !g.gres_name.is_null() && unsafe { CStr::from_ptr(g.gres_name) }.to_bytes() == b"gpu"
+            })
+            .map(|g| {
+                // SAFETY: a job GRES record's data is its gres_job_state_t.
+                unsafe { g.gres_data.cast::<ffi::gres_job_state_t>().as_ref() }.map_or(0, |d| d.total_gres)
+            })
+            .sum()
+    }
+
     /// The part of the record multifactor reads. `accrue_override` replaces
     /// `details->accrue_time` (gputopo's age-from-eligible-time extension); `fairshare` is the
     /// unweighted fair-share factor for this job's association.
