@@ -11,6 +11,7 @@
 #   contrib/cluster.sh down [--dir DIR]
 #   contrib/cluster.sh env  [--dir DIR]     # prints: export SLURM_CONF=... PATH=...
 #   contrib/cluster.sh restart [--dir DIR] slurmctld|nX   # restart one daemon, jobs keep running
+#   contrib/cluster.sh port [--dir DIR]     # BASE port: slurmctld BASE, nX BASE+X, BASE+150.. free
 #
 # DIR (default /tmp/gputopo-cluster) holds everything of one cluster: etc/ (slurm.conf,
 # gres.conf, gputopo.conf), dev/, state/, spool/, log/, plugins/ and cluster.env. Ports are
@@ -84,6 +85,12 @@ start_munged() {
   for i in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && return; sleep 0.1; done
   die "munged runs but munge -n | unmunge fails"
 }
+
+# Ports of the cluster in DIR: BASE (slurmctld), BASE+1..BASE+N (slurmd of n1..nN, N <= 149);
+# BASE+150..BASE+199 are free for helpers of the same cluster (slurmdbd, a database). BASE is
+# derived from DIR, in steps of 200 within 10000..31999: below Linux's ephemeral port range
+# (32768-60999), where an outgoing connection could hold a node's port.
+port_base_of() { echo $((10000 + ($(printf %s "$1" | cksum | cut -d' ' -f1) % 110) * 200)); }
 
 # --- down ----------------------------------------------------------------------------------
 cmd_down() {
@@ -276,7 +283,7 @@ fail_up() {
 cmd_up() {
   [ "$(id -u)" = 0 ] || die "run as root (mknod, daemons as root)"
   [ -n "$release" ] || die "up needs --release 22.05.8|24.11.5"
-  [[ $nodes =~ ^[1-9][0-9]*$ ]] && [ "$nodes" -le 190 ] || die "--nodes must be 1 to 190"
+  [[ $nodes =~ ^[1-9][0-9]*$ ]] && [ "$nodes" -le 149 ] || die "--nodes must be 1 to 149"
   [ -n "$topo_arg" ] || die "up needs --topology NAME|FILE (names: $(cd "$here/topologies" && ls ./*.topo | sed 's|./||;s|\.topo||' | tr '\n' ' '))"
   case $select in gputopo|cons_tres) ;; *) die "--select must be gputopo or cons_tres" ;; esac
   case $priority in basic|multifactor|gputopo) ;; *) die "--priority must be basic, multifactor or gputopo" ;; esac
@@ -302,9 +309,7 @@ cmd_up() {
   # A cluster killed without `down` leaves processes but no cluster.env.
   local p; for p in $(cluster_pids "$dir"); do kill -KILL "$p" 2>/dev/null || true; done
 
-  # Ports: derived from DIR (stride 200 in 10000..31999, below Linux's ephemeral range, which
-  # starts at 32768: an outgoing connection could otherwise hold a node's port), checked free.
-  port_base=$((10000 + ($(printf %s "$dir" | cksum | cut -d' ' -f1) % 110) * 200))
+  port_base=$(port_base_of "$dir")
   if command -v ss >/dev/null; then
     local busy
     busy=$(ss -Htan exclude time-wait | awk -v lo="$port_base" -v hi="$((port_base + nodes))" \
@@ -393,16 +398,17 @@ while [ $# -gt 0 ]; do
     --health-interval) health_interval=$2; shift 2 ;;
     --debug) ctld_debug=debug; shift ;;
     slurmctld|n[0-9]*) restart_what=$1; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
-[ -d "$dir" ] && dir=$(realpath "$dir")
+dir=$(realpath -m "$dir")
 
 case $cmd in
   up) cmd_up ;;
   down) cmd_down ;;
   env) cmd_env ;;
   restart) cmd_restart ;;
-  *) die "usage: cluster.sh up|down|env|restart [options] (see --help)" ;;
+  port) port_base_of "$dir" ;;
+  *) die "usage: cluster.sh up|down|env|restart|port [options] (see --help)" ;;
 esac
