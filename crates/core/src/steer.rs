@@ -12,8 +12,10 @@
 //!   full set so a runnable job never becomes unrunnable; plus the health pre-filter.
 //! - [`health_cache`]: per-node GPU health parsed from node `Extra`, parsed once per change.
 //!
-//! The engine is reached through the [`Placer`] trait, so these rules are tested against a
-//! brute-force oracle and run against the real engine in slurmctld.
+//! The GPU re-pick reaches the engine through the [`Placer`] trait, so its rules are tested
+//! against a brute-force oracle and run against the real engine in slurmctld. Node ranking
+//! uses the engine directly ([`Prepared`]): it orders nodes by the engine's own
+//! [`crate::placement::RankKey`], so there is one node order, not two.
 
 mod engine_placer;
 pub mod health_cache;

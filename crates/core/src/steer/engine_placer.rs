@@ -6,13 +6,14 @@
 //!
 //! [`Prepared`] is the same engine for callers that already hold each node's interned tables
 //! (slurmctld keeps them with its per-node model): a decision is then a table lookup, without
-//! re-deriving the topology's key on every call.
+//! re-deriving the topology's key on every call. Node ranking ([`super::narrow`]) uses it
+//! directly, since it needs the engine's full objective for [`crate::placement::RankKey`].
 
 use std::collections::HashMap;
 
 use super::Placer;
 use crate::gpuset::GpuSet;
-use crate::placement::engine::{self, Gputopo};
+use crate::placement::engine::{self, Choice, Gputopo};
 use crate::placement::objective::Score;
 use crate::placement::{Policy, Request, TopoHandle};
 use crate::topology::NodeTopology;
@@ -42,16 +43,26 @@ impl<'a> Prepared<'a> {
                 .collect(),
         }
     }
+
+    /// The engine's choice and its objective (on the node's tables when known).
+    pub fn choose_detailed(
+        &self,
+        topo: &NodeTopology,
+        free: GpuSet,
+        req: &Request,
+    ) -> Option<Choice> {
+        match self.tables.get(&(std::ptr::from_ref(topo) as usize)) {
+            Some(h) => Gputopo::choose_on(h, free, req),
+            None => self.engine.choose_detailed(topo, free, req),
+        }
+    }
 }
 
 impl Placer for Prepared<'_> {
     type Score = Score;
 
     fn choose(&self, topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<GpuSet> {
-        match self.tables.get(&(std::ptr::from_ref(topo) as usize)) {
-            Some(h) => Gputopo::choose_on(h, free, req).map(|c| c.gpus),
-            None => Policy::choose(self.engine, topo, free, req),
-        }
+        self.choose_detailed(topo, free, req).map(|c| c.gpus)
     }
 
     fn score(&self, topo: &NodeTopology, set: GpuSet) -> Score {

@@ -5,11 +5,17 @@
 //! it offers the best-ranked nodes first and widens on failure, ending with every candidate,
 //! so a job that cons_tres could place is never refused because of steering ([`plan`]).
 //!
-//! Ranking (best first): a node whose best achievable set needs fewer degraded GPUs, then a
-//! higher engine score of that set, then the tightest fit (fewest free GPUs left over, which
-//! keeps whole free nodes for large jobs). Required nodes (`--nodelist`) are in every tier.
-//! Tiers smaller than the job's minimum node count are skipped, so multi-node jobs are never
-//! starved by narrowing, and the number of cons_tres calls is capped.
+//! Ranking (best first, [`NodeKey`]): a node whose best achievable set needs fewer degraded
+//! GPUs, then the engine's own node order, [`RankKey`] (the interconnect class of the node's
+//! best set, then the tightest fit, then the fragmentation it leaves, then the fine quality;
+//! `placement::rank` explains why the class and not the fine quality comes before fit). With
+//! no degraded GPU in play the order is exactly [`crate::placement::rank_nodes`]'s. Degraded
+//! GPUs lead because a degraded GPU costs the job more than any interconnect class (it is
+//! used only to make up the count, as in the GPU re-pick). The first tier is the top key
+//! exactly, the second the top health and class at any fit. Required nodes (`--nodelist`)
+//! are in every tier. Tiers smaller than the job's minimum node count are skipped, so
+//! multi-node jobs are never starved by narrowing, and the number of cons_tres calls is
+//! capped.
 //!
 //! Health pre-filter ([`health_filter`]): drop nodes that cannot give the job enough
 //! non-faulty GPUs (for WILL_RUN counting every GPU, since backfill plans with GPUs that
@@ -17,9 +23,10 @@
 //! faulty one). Never applied in TEST_ONLY: a transient fault must not make a job "never
 //! runnable".
 
-use super::repick::choose_healthiest;
-use super::{HealthMasks, Placer};
+use super::repick::healthiest_request;
+use super::{HealthMasks, Prepared};
 use crate::gpuset::GpuSet;
+use crate::placement::RankKey;
 use crate::topology::NodeTopology;
 use std::cmp::Reverse;
 
@@ -128,37 +135,45 @@ impl Plan {
     }
 }
 
-/// Rank key of a node that can take the job now: higher is better.
-type Key<S> = (Reverse<usize>, S, Reverse<usize>);
+/// Rank key of a node that can take the job now (bigger is better): fewer degraded GPUs in
+/// its best set, then the engine's [`RankKey`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NodeKey {
+    /// Degraded GPUs the node's best set needs (fewer is better).
+    pub degraded: Reverse<usize>,
+    /// The engine's node order for that set.
+    pub engine: RankKey,
+}
 
-/// The node ranking for a job of `gpus_per_node` GPUs on each node: best first, with each
-/// node's rank key. Nodes that cannot take the job now are left out.
-pub fn rank<P: Placer>(
-    placer: &P,
+impl NodeKey {
+    /// True when `other` has the same health and interconnect class (fit may differ).
+    fn same_class(&self, other: &NodeKey) -> bool {
+        self.degraded == other.degraded && self.engine.class == other.engine.class
+    }
+}
+
+/// The node ranking for a job of `gpus_per_node` GPUs on each node: best first (ties by node
+/// index), with each node's rank key. Nodes that cannot take the job now are left out.
+pub fn rank(
+    engine: &Prepared<'_>,
     cands: &[Candidate<'_>],
     gpus_per_node: usize,
-) -> Vec<(usize, Key<P::Score>)> {
-    let mut ranked: Vec<(usize, Key<P::Score>)> = cands
+) -> Vec<(usize, NodeKey)> {
+    let mut ranked: Vec<(usize, NodeKey)> = cands
         .iter()
         .filter_map(|c| {
             let pool = c
                 .free
                 .intersection(c.topo.all())
                 .difference(c.health.faulty);
-            let set = choose_healthiest(
-                placer,
-                c.topo,
-                pool,
-                c.health.degraded,
-                gpus_per_node,
-                GpuSet::EMPTY,
-            )?;
-            let degraded = set.intersection(c.health.degraded).len();
-            let left = pool.len() - gpus_per_node;
-            Some((
-                c.node,
-                (Reverse(degraded), placer.score(c.topo, set), Reverse(left)),
-            ))
+            let (free, req) =
+                healthiest_request(pool, c.health.degraded, gpus_per_node, GpuSet::EMPTY)?;
+            let choice = engine.choose_detailed(c.topo, free, &req)?;
+            let key = NodeKey {
+                degraded: Reverse(choice.gpus.intersection(c.health.degraded).len()),
+                engine: RankKey::new(&choice.objective, pool.len() - gpus_per_node),
+            };
+            Some((c.node, key))
         })
         .collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -166,7 +181,7 @@ pub fn rank<P: Placer>(
 }
 
 /// The tries for one job over `cands` (already health-filtered). See the module docs.
-pub fn plan<P: Placer>(placer: &P, cands: &[Candidate<'_>], need: &Need) -> Plan {
+pub fn plan(engine: &Prepared<'_>, cands: &[Candidate<'_>], need: &Need) -> Plan {
     let mut all: Vec<usize> = cands.iter().map(|c| c.node).collect();
     all.sort_unstable();
     let fin = Plan {
@@ -175,20 +190,14 @@ pub fn plan<P: Placer>(placer: &P, cands: &[Candidate<'_>], need: &Need) -> Plan
     if need.gpus_per_node == 0 || need.max_calls <= 1 {
         return fin;
     }
-    let ranked = rank(placer, cands, need.gpus_per_node);
+    let ranked = rank(engine, cands, need.gpus_per_node);
     let Some((_, top)) = ranked.first() else {
         return fin;
     };
-    // Tier 1: the best class exactly; tier 2: same health and score, any fit.
+    // Tier 1: the best key exactly; tier 2: same health and class, any fit.
     let mut tiers: Vec<Vec<usize>> = Vec::new();
     for exact in [true, false] {
-        let in_class = |k: &Key<P::Score>| {
-            if exact {
-                k == top
-            } else {
-                k.0 == top.0 && k.1 == top.1
-            }
-        };
+        let in_class = |k: &NodeKey| if exact { k == top } else { k.same_class(top) };
         let mut tier: Vec<usize> = ranked
             .iter()
             .filter(|(_, k)| in_class(k))

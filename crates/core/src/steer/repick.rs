@@ -217,7 +217,7 @@ pub fn repick<P: Placer>(placer: &P, input: &NodeInput<'_>) -> Decision<P::Score
 }
 
 /// The engine's best `count` GPUs out of `pool`, using degraded GPUs only to make up the
-/// count: all healthy GPUs are then required, so the fewest degraded ones are taken.
+/// count ([`healthiest_request`]).
 pub(crate) fn choose_healthiest<P: Placer>(
     placer: &P,
     topo: &NodeTopology,
@@ -226,6 +226,19 @@ pub(crate) fn choose_healthiest<P: Placer>(
     count: usize,
     near: GpuSet,
 ) -> Option<GpuSet> {
+    let (free, req) = healthiest_request(pool, degraded, count, near)?;
+    placer.choose(topo, free, &req)
+}
+
+/// What to ask the engine for `count` GPUs out of `pool` so that degraded GPUs only make up
+/// the count: the healthy GPUs alone when they suffice, else the whole pool with every healthy
+/// GPU required (so the fewest degraded ones are taken). `None` when the pool is too small.
+pub(crate) fn healthiest_request(
+    pool: GpuSet,
+    degraded: GpuSet,
+    count: usize,
+    near: GpuSet,
+) -> Option<(GpuSet, Request)> {
     let healthy = pool.difference(degraded);
     let req = |required| Request {
         count,
@@ -233,9 +246,9 @@ pub(crate) fn choose_healthiest<P: Placer>(
         near,
     };
     if healthy.len() >= count {
-        placer.choose(topo, healthy, &req(GpuSet::EMPTY))
+        Some((healthy, req(GpuSet::EMPTY)))
     } else if pool.len() >= count {
-        placer.choose(topo, pool, &req(healthy))
+        Some((pool, req(healthy)))
     } else {
         None
     }

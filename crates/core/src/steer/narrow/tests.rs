@@ -1,7 +1,8 @@
 //! Named planning cases on DGX-1V nodes, then invariants over many pseudo-random clusters.
 
 use super::*;
-use crate::steer::oracle::{BruteForce, dgx1v, set};
+use crate::placement::{Gputopo, TopoTables, rank_nodes};
+use crate::steer::oracle::{dgx1v, set};
 
 fn cand<'a>(node: usize, topo: &'a NodeTopology, free: &[usize]) -> Candidate<'a> {
     Candidate {
@@ -54,53 +55,51 @@ fn health_filter_drops_only_for_faults() {
 #[test]
 fn best_fit_of_best_sets_first_then_widen() {
     let t = dgx1v();
+    let engine = Gputopo::new();
+    let e = &Prepared::new(&engine, []);
     let c = [
         cand(0, &t, &[0, 1, 2, 3, 4, 5, 6, 7]),
         cand(1, &t, &[2, 3]),
         cand(2, &t, &[0, 1]),
         cand(3, &t, &[5, 6, 7]),
     ];
-    let p = plan(&BruteForce, &c, &need(2, 1));
+    let p = plan(e, &c, &need(2, 1));
     assert_eq!(p.tiers, vec![vec![1], vec![0, 1, 3], vec![0, 1, 2, 3]]);
     assert!(p.narrows());
     // One call allowed: no narrowing.
     let mut n = need(2, 1);
     n.max_calls = 1;
-    assert_eq!(plan(&BruteForce, &c, &n).tiers, vec![vec![0, 1, 2, 3]]);
+    assert_eq!(plan(e, &c, &n).tiers, vec![vec![0, 1, 2, 3]]);
     // Two calls: the best tier, then everything.
     n.max_calls = 2;
-    assert_eq!(
-        plan(&BruteForce, &c, &n).tiers,
-        vec![vec![1], vec![0, 1, 2, 3]]
-    );
+    assert_eq!(plan(e, &c, &n).tiers, vec![vec![1], vec![0, 1, 2, 3]]);
     // No GPUs requested: nothing to steer.
-    assert!(!plan(&BruteForce, &c, &need(0, 1)).narrows());
+    assert!(!plan(e, &c, &need(0, 1)).narrows());
 }
 
 #[test]
 fn degraded_nodes_come_last_and_multi_node_jobs_get_enough_nodes() {
     let t = dgx1v();
+    let engine = Gputopo::new();
+    let e = &Prepared::new(&engine, []);
     let mut c = [
         cand(0, &t, &[2, 3]),
         cand(1, &t, &[2, 3]),
         cand(2, &t, &[0, 1]),
     ];
     c[0].health.degraded = set(&[3]);
-    let p = plan(&BruteForce, &c, &need(2, 1));
+    let p = plan(e, &c, &need(2, 1));
     assert_eq!(p.tiers[0], vec![1]);
     // Three nodes needed: no narrower tier is possible.
-    assert_eq!(
-        plan(&BruteForce, &c, &need(2, 3)).tiers,
-        vec![vec![0, 1, 2]]
-    );
+    assert_eq!(plan(e, &c, &need(2, 3)).tiers, vec![vec![0, 1, 2]]);
     // Two nodes: the two best.
-    let p = plan(&BruteForce, &c, &need(2, 2));
+    let p = plan(e, &c, &need(2, 2));
     assert_eq!(p.tiers[0].len(), 2);
     assert!(p.tiers[0].contains(&1));
     // A required node is in every tier.
     let mut n = need(2, 1);
     n.required = vec![2];
-    for tier in plan(&BruteForce, &c, &n).tiers {
+    for tier in plan(e, &c, &n).tiers {
         assert!(tier.contains(&2));
     }
 }
@@ -108,11 +107,13 @@ fn degraded_nodes_come_last_and_multi_node_jobs_get_enough_nodes() {
 #[test]
 fn nodes_that_cannot_fit_now_are_only_in_the_final_try() {
     let t = dgx1v();
+    let engine = Gputopo::new();
+    let e = &Prepared::new(&engine, []);
     let c = [cand(0, &t, &[1]), cand(1, &t, &[]), cand(2, &t, &[4, 7])];
-    let p = plan(&BruteForce, &c, &need(2, 1));
+    let p = plan(e, &c, &need(2, 1));
     assert_eq!(p.tiers, vec![vec![2], vec![0, 1, 2]]);
     // Nobody fits now: one call, unchanged.
-    let p = plan(&BruteForce, &c[..2], &need(2, 1));
+    let p = plan(e, &c[..2], &need(2, 1));
     assert_eq!(p.tiers, vec![vec![0, 1]]);
 }
 
@@ -134,6 +135,8 @@ fn lcg(seed: &mut u64) -> u64 {
 #[test]
 fn plan_invariants_on_random_clusters() {
     let t = dgx1v();
+    let engine = Gputopo::new();
+    let e = &Prepared::new(&engine, []);
     let mut seed = 7;
     for _ in 0..300 {
         let n = 1 + (lcg(&mut seed) % 12) as usize;
@@ -154,7 +157,7 @@ fn plan_invariants_on_random_clusters() {
             nd.required = vec![cands[0].node];
         }
         let all: Vec<usize> = cands.iter().map(|c| c.node).collect();
-        let p = plan(&BruteForce, &cands, &nd);
+        let p = plan(e, &cands, &nd);
         assert!(!p.tiers.is_empty() && p.tiers.len() <= nd.max_calls);
         assert_eq!(p.tiers.last(), Some(&all), "ends with the original set");
         for w in p.tiers.windows(2) {
@@ -176,4 +179,58 @@ fn plan_invariants_on_random_clusters() {
             }
         }
     }
+}
+
+/// With no degraded GPU in play, steering ranks nodes exactly as the engine's `rank_nodes`.
+#[test]
+fn ranking_is_the_engines_node_order() {
+    let t = dgx1v();
+    let engine = Gputopo::new();
+    let tables = TopoTables::new(&t).expect("8 GPUs have tables");
+    let mut seed = 11;
+    for _ in 0..200 {
+        let n = 1 + (lcg(&mut seed) % 10) as usize;
+        let mut cands: Vec<Candidate<'_>> = (0..n)
+            .map(|i| {
+                let mut c = cand(i, &t, &[]);
+                c.free = GpuSet::from_bits((lcg(&mut seed) & 0xff) as u32);
+                c
+            })
+            .collect();
+        if lcg(&mut seed) % 2 == 0 {
+            // Faulty GPUs only shrink the pool.
+            cands[0].health.faulty = GpuSet::from_bits((lcg(&mut seed) & 0x11) as u32);
+        }
+        let k = 1 + (lcg(&mut seed) % 4) as usize;
+        let pools: Vec<(&TopoTables, GpuSet)> = cands
+            .iter()
+            .map(|c| (&tables, c.free.difference(c.health.faulty)))
+            .collect();
+        let got: Vec<usize> = rank(&Prepared::new(&engine, []), &cands, k)
+            .into_iter()
+            .map(|(node, _)| node)
+            .collect();
+        assert_eq!(got, rank_nodes(&pools, k), "k={k}");
+    }
+}
+
+/// The stranding case of `placement::rank`: an idle DGX-1V offers a slightly faster NV2 pair
+/// than a busy one, but both are NV2, so the busy node is offered first and the idle node
+/// stays whole; fewer degraded GPUs still beat any class.
+#[test]
+fn same_class_prefers_the_busier_node_and_health_leads() {
+    let t = dgx1v();
+    let engine = Gputopo::new();
+    let e = &Prepared::new(&engine, []);
+    let mut c = [
+        cand(0, &t, &[0, 1, 2, 3, 4, 5, 6, 7]),
+        cand(1, &t, &[0, 3]),
+        cand(2, &t, &[0, 1]),
+    ];
+    assert_eq!(plan(e, &c, &need(2, 1)).tiers[0], vec![1]);
+    let order =
+        |c: &[Candidate<'_>]| -> Vec<usize> { rank(e, c, 2).into_iter().map(|(n, _)| n).collect() };
+    assert_eq!(order(&c), vec![1, 0, 2]);
+    c[1].health.degraded = set(&[3]);
+    assert_eq!(order(&c), vec![0, 2, 1]);
 }
