@@ -222,17 +222,21 @@ impl<'a> JobRecord<'a> {
     /// without slurmdbd `gres/gpu` is not a TRES, so `tres_alloc_cnt` cannot say.
     pub fn allocated_gpus(&self) -> u64 {
         // SAFETY: gres_list_alloc holds gres_state_t records owned by the job (job lock held).
-        let Some(list) = (unsafe { ListRef::<ffi::gres_state_t>::from_raw(self.job.gres_list_alloc) }) else {
+        let Some(list) =
+            (unsafe { ListRef::<ffi::gres_state_t>::from_raw(self.job.gres_list_alloc) })
+        else {
             return 0;
         };
         list.iter()
             .filter(|g| {
                 // SAFETY: NUL-terminated GRES name (or NULL).
-                !g.gres_name.is_null() && unsafe { CStr::from_ptr(g.gres_name) }.to_bytes() == b"gpu"
+                !g.gres_name.is_null()
+                    && unsafe { CStr::from_ptr(g.gres_name) }.to_bytes() == b"gpu"
             })
             .map(|g| {
                 // SAFETY: a job GRES record's data is its gres_job_state_t.
-                unsafe { g.gres_data.cast::<ffi::gres_job_state_t>().as_ref() }.map_or(0, |d| d.total_gres)
+                unsafe { g.gres_data.cast::<ffi::gres_job_state_t>().as_ref() }
+                    .map_or(0, |d| d.total_gres)
             })
             .sum()
     }
