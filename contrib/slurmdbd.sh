@@ -25,7 +25,9 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$dir" ] || die "--dir is required"
 d=$dir.dbd  # a sibling: cluster.sh up kills whatever holds files under DIR/
-base=$((20000 + ($(printf %s "$dir" | cksum | cut -d' ' -f1) % 200) * 200))
+# The same port block cluster.sh derives from DIR (below the ephemeral range, where an outgoing
+# connection could hold a listening port): slurmctld BASE, nodes BASE+1.., BASE+150.. free.
+base=$("$(dirname "$0")/cluster.sh" port --dir "$dir")
 dbd_port=$((base + 150)) my_port=$((base + 151))
 
 stop() {
@@ -85,8 +87,12 @@ AccountingStorageHost=localhost
 AccountingStoragePort=$dbd_port
 EOC
 SLURM_CONF=$d/slurm.conf "$sbin/slurmdbd" >/dev/null 2>&1 || die "slurmdbd did not start (see $d/slurmdbd.log)"
-for _ in $(seq 150); do
+# The first start creates the accounting tables, which takes a while on a busy machine: wait up
+# to 3 minutes, but give up at once if slurmdbd died.
+for _ in $(seq 900); do
   SLURM_CONF=$d/slurm.conf timeout 5 "$bin/sacctmgr" -n list cluster >/dev/null 2>&1 && break
+  p=$(cat "$d/slurmdbd.pid" 2>/dev/null || true)
+  [ -n "$p" ] && [ ! -d "/proc/$p" ] && die "slurmdbd exited (see $d/slurmdbd.log)"
   sleep 0.2
 done
 SLURM_CONF=$d/slurm.conf "$bin/sacctmgr" -i add cluster "$cluster" >/dev/null 2>&1 || true
