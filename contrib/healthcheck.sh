@@ -10,7 +10,10 @@
 # so this script finds the rest itself:
 #   - slurm.conf: $SLURM_CONF, else slurmd's `-f FILE`, else slurmd's own SLURM_CONF, else
 #     Slurm's default (gputopo.conf and gres.conf are read next to it);
-#   - scontrol: on PATH, else next to slurmd (../bin/scontrol);
+#   - scontrol: $GPUTOPO_SCONTROL, else the one installed with the parent slurmd
+#     (sbin/slurmd -> bin/scontrol), else on PATH. The slurmd's own comes before PATH because a
+#     host may carry two Slurm releases (say 22.05 in /usr/bin and 24.11 under a prefix): an
+#     scontrol of another release than the daemons' fails to talk to them, so publishing fails;
 #   - gputopo: $GPUTOPO_BIN, else on PATH, else /usr/local/bin/gputopo, else this checkout's
 #     target/{release,debug}/gputopo.
 # Keep NvmlTimeoutMs/1000 + PublishTimeoutSec (gputopo.conf) below slurmd's 60 s.
@@ -35,12 +38,18 @@ if [ -z "${SLURM_CONF:-}" ] && [ -r "/proc/$parent/cmdline" ]; then
   if [ -n "$conf" ]; then SLURM_CONF=$conf; export SLURM_CONF; fi
 fi
 
-if [ -z "${GPUTOPO_SCONTROL:-}" ] && ! command -v scontrol >/dev/null 2>&1; then
+if [ -z "${GPUTOPO_SCONTROL:-}" ]; then
   exe=$(readlink "/proc/$parent/exe" 2>/dev/null || true)
-  if [ -n "$exe" ] && [ -x "$(dirname "$(dirname "$exe")")/bin/scontrol" ]; then
-    GPUTOPO_SCONTROL=$(dirname "$(dirname "$exe")")/bin/scontrol
-    export GPUTOPO_SCONTROL
-  fi
+  exe=${exe% (deleted)}
+  case ${exe##*/} in
+    slurmd)
+      sc=$(dirname "$(dirname "$exe")")/bin/scontrol
+      if [ -x "$sc" ]; then
+        GPUTOPO_SCONTROL=$sc
+        export GPUTOPO_SCONTROL
+      fi
+      ;;
+  esac
 fi
 
 if [ -n "${GPUTOPO_FAKE_NVML_DIR:-}" ]; then
