@@ -56,8 +56,9 @@ unsafe fn array_get<'a, T>(ptr: *const T, len: usize, i: usize) -> Option<&'a T>
     if ptr.is_null() || i >= len {
         return None;
     }
-    // SAFETY: non-null and i < len, so within the caller-vouched array.
-    unsafe { ptr.add(i).as_ref() }
+    // SAFETY: non-null and i < len, so `wrapping_add` stays within the caller-vouched array
+    // and points to an initialised `T` that outlives 'a.
+    unsafe { ptr.wrapping_add(i).as_ref() }
 }
 
 /// One GRES request of a job (`job_ptr->gres_list_req` element of state type JOB).

@@ -171,12 +171,12 @@ impl<'call> JobResources<'call> {
             // The three arrays have one entry per distinct node shape and their repetition
             // counts sum to nhosts (job_resources.c build_job_resources); `seen < nhosts`
             // keeps k within them.
-            // SAFETY: see above; non-null was checked.
-            let reps = unsafe { *r.sock_core_rep_count.add(k) } as usize;
+            // SAFETY: see above; non-null was checked, so entry k is in bounds and initialised.
+            let reps = unsafe { *r.sock_core_rep_count.wrapping_add(k) } as usize;
             // SAFETY: as above.
-            let socks = usize::from(unsafe { *r.sockets_per_node.add(k) });
+            let socks = usize::from(unsafe { *r.sockets_per_node.wrapping_add(k) });
             // SAFETY: as above.
-            let cps = usize::from(unsafe { *r.cores_per_socket.add(k) });
+            let cps = usize::from(unsafe { *r.cores_per_socket.wrapping_add(k) });
             let w = socks * cps;
             if job_node < seen + reps {
                 offset += (job_node - seen) * w;

@@ -25,9 +25,11 @@ pub struct NodeView<'a> {
 
 /// Number of entries in the node table.
 pub fn table_len() -> usize {
+    // Taking the static's address needs no `unsafe`; reading through it does.
+    let count = &raw const ffi::node_record_count;
     // SAFETY: a plain read of libslurmfull's int; written only by slurmctld's main thread
     // under the node write lock, which the calling select hook holds (or excludes).
-    let n = unsafe { std::ptr::addr_of!(ffi::node_record_count).read() };
+    let n = unsafe { count.read() };
     usize::try_from(n).unwrap_or(0)
 }
 
@@ -40,13 +42,15 @@ pub unsafe fn by_index<'a>(index: NodeIndex) -> Option<NodeView<'a>> {
     if index.0 >= table_len() {
         return None;
     }
+    let table = &raw const ffi::node_record_table_ptr;
     // SAFETY: plain read of the table pointer (see table_len).
-    let table = unsafe { std::ptr::addr_of!(ffi::node_record_table_ptr).read() };
+    let table = unsafe { table.read() };
     if table.is_null() {
         return None;
     }
-    // SAFETY: the table has node_record_count entries; index was checked against it.
-    let rec = unsafe { *table.add(index.0) };
+    // SAFETY: the table has node_record_count entries; index was checked against it, so the
+    // entry read is in bounds and initialised.
+    let rec = unsafe { *table.wrapping_add(index.0) };
     // SAFETY: a non-null entry is a live node record for the duration of the hook.
     let rec = unsafe { rec.as_ref() }?;
     Some(NodeView { rec, index })
