@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as root on a Debian 12 machine (the README's test command; CI runs it).
 #
-#   sudo contrib/test-all.sh
+#   contrib/test-all.sh         # as root
 #
 # Phases (each timed; the run goes on after a failure and exits non-zero at the end):
 #   deps        contrib/install-deps.sh (Debian packages; skipped when all are present)
@@ -10,12 +10,15 @@
 #   clippy      cargo clippy --all-targets -- -D warnings (workspace), and for the plugin
 #               package once per release (SLURM_SRC_DIR = that release's tree)
 #   unit        cargo test (the workspace's default members: no Slurm needed)
+#   benches     the core's criterion benchmarks, quick form (numbers only, no assertions)
 #   per release R in 22.05.8 24.11.5:
 #     plugin-R  contrib/build-plugin.sh R (the select/gputopo .so for R)
 #     abi-R     the root package's tests (tests/main.rs) with GPUTOPO_PLUGIN_SO, SLURM_SRC_DIR
+#     plugin-unit-R  the plugin library's unit tests (real libslurmfull and stock cons_tres)
 #     e2e-R     the same binary with --ignored: every end-to-end test on a real local cluster
 #               (contrib/cluster.sh), select/gputopo loaded
 #     stock-R   the tests that compare with stock Slurm again with GPUTOPO_SELECT=cons_tres
+#     bench-select-R  contrib/bench-select.sh, light form (overhead next to stock cons_tres)
 #
 # Environment: GPUTOPO_RELEASES (default "22.05.8 24.11.5"), GPUTOPO_STOCK_TESTS (test name
 # filters for the stock run, default "e2e::foundation e2e::select"), CARGO_TARGET_DIR.
@@ -80,6 +83,8 @@ for r in $releases; do
   SLURM_SRC_DIR=$src phase "clippy-$r" cargo clippy -p gputopo --all-targets -- -D warnings
 done
 phase unit cargo test
+# Criterion benchmarks of the core in their quick form: they print numbers, they assert nothing.
+phase benches cargo bench -p gputopo-core --bench placement --bench sim --bench priority -- --quick --noplot
 
 # The gputopo command (gres.conf for the harness; the agent's e2e tests also run it).
 phase gputopo-bin cargo build --release -p gputopo-agent --bin gputopo
@@ -100,9 +105,13 @@ for r in $releases; do
   fi
   export SLURM_SRC_DIR=$src GPUTOPO_PLUGIN_SO=$so GPUTOPO_SLURM_RELEASE=$r
   phase "abi-$r" root_tests
+  phase "plugin-unit-$r" cargo test -p gputopo --lib
   GPUTOPO_E2E=1 GPUTOPO_SELECT=gputopo phase "e2e-$r" root_tests --ignored --test-threads=1
   # shellcheck disable=SC2086
   GPUTOPO_E2E=1 GPUTOPO_SELECT=cons_tres phase "stock-$r" root_tests --ignored --test-threads=1 $stock_tests
+  # The select overhead benchmark in its light form (stock, forwarding-only and gputopo on the
+  # same burst; prints sdiag and time per select_p_job_test side by side).
+  BENCH_LIGHT=1 phase "bench-select-$r" "$here/bench-select.sh" --release "$r"
   unset SLURM_SRC_DIR GPUTOPO_PLUGIN_SO GPUTOPO_SLURM_RELEASE
 done
 
