@@ -35,7 +35,7 @@ fn target_file(env: &str, names: &[&str]) -> Option<PathBuf> {
 }
 
 /// The fake NVML library (`FAKE_NVML_LIB`, else built by cargo into this target directory).
-fn fake_lib() -> PathBuf {
+pub(super) fn fake_lib() -> PathBuf {
     if let Some(p) = target_file("FAKE_NVML_LIB", &["libfake_nvml.so"]) {
         return p;
     }

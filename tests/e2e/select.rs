@@ -45,7 +45,28 @@ fn plant_fault(c: &Cluster, node: &str, bad: usize) {
     c.ok("scontrol", &["update", &node, &extra]);
 }
 
-const HEALTHY_EXTRA: &str = r#"{"gputopo":{"v":1,"gpus":[]}}"#;
+/// Runs the node agent's `gputopo publish` for `node` (as root, like HealthCheckProgram)
+/// against the fake NVML library driven by `tests/fixtures/nvml/<fixture>`.
+fn publish_with_agent(c: &Cluster, node: &str, fixture: &str) {
+    let out = c
+        .cmd(&super::harness::gputopo_bin().display().to_string())
+        .args(["publish", "--node", node])
+        .env("GPUTOPO_NVML_LIB", super::agent::fake_lib())
+        .env(
+            "FAKE_NVML_FIXTURE",
+            super::harness::repo()
+                .join("tests/fixtures/nvml")
+                .join(fixture),
+        )
+        .output()
+        .expect("run gputopo publish");
+    assert!(
+        out.status.success(),
+        "gputopo publish --node {node} ({fixture}) failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
 
 /// DGX-1V as Slurm sees it: NVLinks from `Links=`, sockets from `Cores=`, no PCIe switch
 /// detail (PHB within a socket), which is also what the plugin models without the agent.
@@ -232,7 +253,12 @@ fn faulty_gpu_is_never_allocated_and_returns_when_cleared() {
     }
     let c = cluster(1);
     let bad = 3;
-    plant_fault(&c, "n1", bad);
+    // The node agent publishes the fault: `gputopo publish` over the real nvml-wrapper code
+    // path, against the fake NVML fixture whose GPU 3 has uncorrectable ECC errors.
+    publish_with_agent(&c, "n1", "dgx1v-ecc3.fx");
+    c.wait_until("the agent's verdict in n1's Extra", WAIT, || {
+        c.show_node("n1").contains(r#""s":"faulty""#)
+    });
     let mut rng = Lcg(9);
     let got = burst(&c, 200, "n1", &mut rng);
     assert!(
@@ -256,11 +282,8 @@ fn faulty_gpu_is_never_allocated_and_returns_when_cleared() {
     let all8 = c.sbatch(&["-N1", "-w", "n1", "--gres=gpu:8", "--wrap", "sleep 30"]);
     std::thread::sleep(std::time::Duration::from_secs(3));
     assert_eq!(c.job_state(all8).as_deref(), Some("PENDING"));
-    // ...and runs once the fault is cleared.
-    c.ok(
-        "scontrol",
-        &["update", "NodeName=n1", &format!("Extra={HEALTHY_EXTRA}")],
-    );
+    // ...and runs once the agent sees the GPU healthy again (the card was replaced).
+    publish_with_agent(&c, "n1", "dgx1v-healthy.fx");
     c.wait_state(all8, "RUNNING", WAIT);
     assert_eq!(c.gres_idx(all8)[0].1, (0..8).collect::<Vec<_>>());
     assert!(
