@@ -17,12 +17,15 @@ set -euo pipefail
 
 ver=${1:?usage: fetch-slurm.sh <version> (22.05.8 or 24.11.5)}
 cache=${GPUTOPO_CACHE:-/var/cache/gputopo}/src
-pool=${GPUTOPO_DEBIAN_POOL:-http://deb.debian.org/debian/pool/main/s/slurm-wlm}
 dest=$cache/slurm-$ver
 
 case $ver in
-  22.05.8) debver=22.05.8-4+deb12u3 ;;   # Debian 12 (bookworm) slurm-wlm
-  24.11.5) debver= ;;                    # Debian 13 ships the upstream tarball; its .dsc is not served
+  # debver: Debian 12's source package (its patches are applied); empty: the upstream tarball
+  # alone (Debian 13's .dsc is not served next to it). orig_sha256 pins the upstream tarball.
+  22.05.8) debver=22.05.8-4+deb12u3
+           orig_sha256=8c8f6a26a5d51e6c63773f2e02653eb724540ee8b360125c8d7732314ce737d6 ;;
+  24.11.5) debver=
+           orig_sha256=e1a5547edd212c38b5e3230a284133f777b32746551f094aaa81cc4af375e332 ;;
   *) echo "fetch-slurm.sh: unsupported Slurm release '$ver' (supported: 22.05.8, 24.11.5)" >&2; exit 2 ;;
 esac
 
@@ -34,11 +37,26 @@ flock 9
 if [ -f "$dest/.gputopo-ready" ]; then echo "$dest"; exit 0; fi
 
 command -v curl >/dev/null || { echo "fetch-slurm.sh: curl is missing (apt-get install curl)" >&2; exit 1; }
+# The Debian mirror is the one apt is configured with on this machine: apt itself prints where it
+# would fetch Debian 12's slurm-wlm binary package from, and the source files of every Debian
+# release of slurm-wlm sit in the same pool directory. GPUTOPO_DEBIAN_POOL overrides it (a local
+# mirror); nothing here names a mirror of its own.
+pool=${GPUTOPO_DEBIAN_POOL:-}
+if [ -z "$pool" ]; then
+  uri=$(apt-get download --print-uris slurm-wlm-basic-plugins 2>/dev/null | awk 'NR == 1 { gsub("\x27", "", $1); print $1 }')
+  case $uri in
+    */pool/main/s/slurm-wlm/*) pool=${uri%/*} ;;
+    *) echo "fetch-slurm.sh: apt knows no source for slurm-wlm (run 'apt-get update' first, or set GPUTOPO_DEBIAN_POOL to a Debian pool directory .../pool/main/s/slurm-wlm)" >&2
+       exit 1 ;;
+  esac
+fi
 tmp=$(mktemp -d "$cache/.fetch-$ver.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 get() { curl -sSfL --retry 3 -o "$tmp/$1" "$pool/$1" || { echo "fetch-slurm.sh: cannot download $pool/$1" >&2; exit 1; }; }
 
 get "slurm-wlm_$ver.orig.tar.gz"
+echo "$orig_sha256  $tmp/slurm-wlm_$ver.orig.tar.gz" | sha256sum -c --quiet - >&2 ||
+  { echo "fetch-slurm.sh: slurm-wlm_$ver.orig.tar.gz from $pool does not match its pinned SHA-256" >&2; exit 1; }
 if [ -n "$debver" ]; then
   command -v dpkg-source >/dev/null || { echo "fetch-slurm.sh: dpkg-source is missing (apt-get install dpkg-dev)" >&2; exit 1; }
   get "slurm-wlm_$debver.dsc"
