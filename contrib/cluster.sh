@@ -8,6 +8,7 @@
 #                         [--select gputopo|cons_tres] [--priority basic|multifactor|gputopo]
 #                         [--dir DIR] [--extra-conf FILE] [--gputopo-conf FILE]
 #                         [--health-program PATH --health-interval SECONDS] [--debug]
+#                         [--plugin-dir DIR]   # an installed gputopo PluginDir (package test)
 #   contrib/cluster.sh down [--dir DIR]
 #   contrib/cluster.sh env  [--dir DIR]     # prints: export SLURM_CONF=... PATH=...
 #   contrib/cluster.sh restart [--dir DIR] slurmctld|nX   # restart one daemon, jobs keep running
@@ -323,7 +324,11 @@ cmd_up() {
   for i in $(seq "$nodes"); do mkdir -p "$dir/spool/n$i"; done
 
   plugindir=$PLUGINS
-  if [ "$select" = gputopo ] || [ "$priority" = gputopo ]; then
+  if [ -n "$plugin_dir" ]; then
+    # An installed gputopo plugin directory (the Debian package's): used as it is.
+    [ -f "$plugin_dir/select_gputopo.so" ] || die "--plugin-dir $plugin_dir has no select_gputopo.so"
+    plugindir=$plugin_dir
+  elif [ "$select" = gputopo ] || [ "$priority" = gputopo ]; then
     local so
     so=${GPUTOPO_PLUGIN_SO:-}
     if [ -z "$so" ]; then so=$("$here/build-plugin.sh" "$release" | tail -n 1) || die "contrib/build-plugin.sh $release failed"; fi
@@ -383,7 +388,7 @@ cmd=${1:-}
 [ $# -gt 0 ] && shift
 dir=${GPUTOPO_CLUSTER_DIR:-/tmp/gputopo-cluster}
 restart_what= release= nodes=1 topo_arg= select=gputopo priority=basic extra_conf= gputopo_conf=
-health_program= health_interval=60 ctld_debug=info
+health_program= health_interval=60 ctld_debug=info plugin_dir=
 while [ $# -gt 0 ]; do
   case $1 in
     --release) release=$2; shift 2 ;;
@@ -397,8 +402,9 @@ while [ $# -gt 0 ]; do
     --health-program) health_program=$2; shift 2 ;;
     --health-interval) health_interval=$2; shift 2 ;;
     --debug) ctld_debug=debug; shift ;;
+    --plugin-dir) plugin_dir=$2; shift 2 ;;
     slurmctld|n[0-9]*) restart_what=$1; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done

@@ -19,6 +19,8 @@
 #               (contrib/cluster.sh), select/gputopo loaded
 #     stock-R   the tests that compare with stock Slurm again with GPUTOPO_SELECT=cons_tres
 #     bench-select-R  contrib/bench-select.sh, light form (overhead next to stock cons_tres)
+#     package-R contrib/test-package.sh R: the Debian package built, installed with dpkg -i, a
+#               GPU job run through the installed files, then removed and purged
 #
 # Environment: GPUTOPO_RELEASES (default "22.05.8 24.11.5"), GPUTOPO_STOCK_TESTS (test name
 # filters for the stock run, default "e2e::foundation e2e::select"), CARGO_TARGET_DIR.
@@ -112,6 +114,7 @@ for r in $releases; do
   # The select overhead benchmark in its light form (stock, forwarding-only and gputopo on the
   # same burst; prints sdiag and time per select_p_job_test side by side).
   BENCH_LIGHT=1 phase "bench-select-$r" "$here/bench-select.sh" --release "$r"
+  phase "package-$r" "$here/test-package.sh" "$r"
   unset SLURM_SRC_DIR GPUTOPO_PLUGIN_SO GPUTOPO_SLURM_RELEASE
 done
 

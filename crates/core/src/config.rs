@@ -374,4 +374,33 @@ mod tests {
             }
         }
     }
+
+    /// The packaged example (contrib/gputopo.conf.example, /usr/share/doc/gputopo/examples)
+    /// documents every key, and uncommenting all of it gives exactly the defaults.
+    #[test]
+    fn example_file_shows_every_key_with_its_default() {
+        let text = include_str!("../../../contrib/gputopo.conf.example");
+        assert_eq!(
+            Config::parse(text),
+            Ok(Config::default()),
+            "all commented out"
+        );
+        let active: String = text
+            .lines()
+            .filter_map(|l| l.strip_prefix('#'))
+            .filter(|l| l.contains('=') && !l.contains(' '))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        for k in KEYS {
+            assert!(
+                active.lines().any(|l| l.split('=').next() == Some(*k)),
+                "{k} missing from contrib/gputopo.conf.example"
+            );
+        }
+        let mut defaults = Config::default();
+        // The example names a concrete path for the two path keys whose default is "unset".
+        defaults.agent.nvml_library = Some("libnvidia-ml.so.1".into());
+        defaults.agent.gres_conf = Some("/etc/slurm/gres.conf".into());
+        assert_eq!(Config::parse(&active), Ok(defaults));
+    }
 }
