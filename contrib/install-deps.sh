@@ -14,6 +14,8 @@ pkgs=(
   # Slurm 22.05.8 (Debian 12's packages) and munge: the daemons and clients the harness runs.
   munge slurmctld slurmd slurm-client slurm-wlm-basic-plugins slurm-wlm-basic-plugins-dev
   libslurm-dev slurmdbd mariadb-server
+  # Slurm built from source with serializer/json (contrib/slurm-install.sh).
+  libjson-c-dev
   # Building the plugin (bindgen needs libclang) and Slurm 24.11.5 (contrib/slurm-install.sh).
   clang libclang-dev libmunge-dev libmariadb-dev build-essential dpkg-dev curl
   # Tools the scripts use.

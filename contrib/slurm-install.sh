@@ -9,7 +9,8 @@
 # the checkout. The build runs on a copy of the tree from slurm-headers/fetch-slurm.sh, so that
 # tree stays pristine for bindgen. A stamp file marks a finished install; later calls return at
 # once. configure finds mariadb_config (libmariadb-dev) by itself and then also builds the
-# accounting_storage/mysql plugin slurmdbd needs. The build log is kept next to the install (build.log) for failures.
+# accounting_storage/mysql plugin slurmdbd needs; --with-json (libjson-c-dev) builds serializer/json,
+# which SchedulerParameters=extra_constraints and `sbatch --extra` need. The build log is kept next to the install (build.log) for failures.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,12 +33,15 @@ esac
 
 prefix=$cache/slurm-$ver
 stamp=$prefix/.gputopo-installed
-if [ -f "$stamp" ]; then echo "$prefix"; exit 0; fi
+# The stamp holds the build's options: a cached build made with other options is rebuilt.
+options="--disable-debug --enable-multiple-slurmd --with-munge --with-json=/usr"
+built() { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$options" ]; }
+if built; then echo "$prefix"; exit 0; fi
 
 mkdir -p "$cache"
 exec 8>"$cache/.lock-install-$ver"
 flock 8
-if [ -f "$stamp" ]; then echo "$prefix"; exit 0; fi
+if built; then echo "$prefix"; exit 0; fi
 
 src=$("$here/../slurm-headers/fetch-slurm.sh" "$ver")
 build=$cache/build/slurm-$ver
@@ -51,13 +55,17 @@ cp -a "$src" "$build"
 rm -f "$build/config.h" "$build/slurm/slurm_version.h" "$build/.gputopo-ready"
 
 fail() { echo "slurm-install.sh: $1 failed; last lines of $log:" >&2; tail -n 30 "$log" >&2; exit 1; }
-(cd "$build" && ./configure --prefix="$prefix" --sysconfdir="$prefix/etc" --disable-debug \
-   --enable-multiple-slurmd --with-munge) >"$log" 2>&1 || fail configure
+# shellcheck disable=SC2086
+(cd "$build" && ./configure --prefix="$prefix" --sysconfdir="$prefix/etc" $options) >"$log" 2>&1 ||
+  fail configure
 grep -q '^#define MULTIPLE_SLURMD 1' "$build/config.h" || fail "configure --enable-multiple-slurmd"
+grep -q '^#define HAVE_JSON_C 1\|^#define HAVE_JSON 1' "$build/config.h" || fail "configure --with-json (libjson-c-dev missing?)"
 make -C "$build" -j"$(nproc)" >>"$log" 2>&1 || fail make
 make -C "$build" install >>"$log" 2>&1 || fail "make install"
 "$prefix/sbin/slurmctld" -V | grep -q "slurm $ver" || fail "version check"
+# serializer/json: needed by SchedulerParameters=extra_constraints and --extra.
+[ -f "$prefix/lib/slurm/serializer_json.so" ] || fail "serializer/json plugin"
 rm -rf "$build"
 echo "built in $(( $(date +%s) - start )) s" >> "$log"
-touch "$stamp"
+echo "$options" > "$stamp"
 echo "$prefix"
