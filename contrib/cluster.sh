@@ -36,6 +36,17 @@ now_ms() { date +%s%3N; }
 
 # --- release layout ------------------------------------------------------------------------
 release_paths() { # sets BIN SBIN PLUGINS for $release
+  if [ -n "${GPUTOPO_SLURM_PREFIX:-}" ]; then
+    # A site's own installation (contrib/site-check.sh): bin/ and sbin/ under the prefix, the
+    # plugins where Slurm put libslurmfull.so (its plugin directory).
+    local p=$GPUTOPO_SLURM_PREFIX lib
+    BIN=$p/bin SBIN=$p/sbin
+    lib=$(ldd "$SBIN/slurmctld" 2>/dev/null | awk '$1 == "libslurmfull.so" { print $3 }')
+    [ -n "$lib" ] || die "GPUTOPO_SLURM_PREFIX=$p: $SBIN/slurmctld does not link libslurmfull.so"
+    PLUGINS=${lib%/*}
+    "$SBIN/slurmctld" -V | grep -q " $release\$" || die "GPUTOPO_SLURM_PREFIX=$p is not Slurm $release: $("$SBIN/slurmctld" -V)"
+    return
+  fi
   case $release in
     22.05.8) BIN=/usr/bin SBIN=/usr/sbin PLUGINS=/usr/lib/x86_64-linux-gnu/slurm-wlm ;;
     24.11.5)
@@ -336,7 +347,7 @@ cmd_up() {
     plugindir=$dir/plugins
     local with_priority=()
     [ "$priority" = gputopo ] && with_priority=(--with-priority)
-    "$here/install-plugin.sh" "$so" "$plugindir" --release "$release" "${with_priority[@]}" >&2 ||
+    "$here/install-plugin.sh" "$so" "$plugindir" --stock-dir "$PLUGINS" "${with_priority[@]}" >&2 ||
       die "contrib/install-plugin.sh failed"
     if [ "$select" = cons_tres ]; then
       # priority/gputopo with the stock select plugin: the farm gets the stock cons_tres back

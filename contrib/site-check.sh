@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# A site's own check: build gputopo for the exact Slurm release of this site's source tree,
+# check the plugin against that tree and installation, run a short end-to-end smoke test on a
+# throw-away local cluster made of the site's own Slurm binaries, and print a verdict. As root.
+#
+#   contrib/site-check.sh --src TREE --prefix PREFIX
+#     TREE    the Slurm source tree the site's Slurm was built from (configured or not)
+#     PREFIX  where that Slurm is installed (PREFIX/sbin/slurmctld; /usr for Debian's packages)
+#
+# Steps (each reported; the verdict is PASS only if all pass):
+#   build   the plugin for TREE's release (contrib/build-plugin.sh with SLURM_SRC_DIR=TREE,
+#           linked against the installation's libslurmfull.so); fails with build.rs's message
+#           for a release gputopo does not support
+#   abi     tests/abi.rs: exported select_p_*/priority_p_* symbols against TREE's tables,
+#           identity symbols, plugin_version == the tree's SLURM_VERSION_NUMBER
+#   unit    the plugin library's unit tests (they dlopen the installation's stock cons_tres)
+#   e2e     the foundation end-to-end tests (request forms, multi-node, arrays, steps, backfill,
+#           reservations, reconfigure, restart, clients) on a local cluster with emulated GPUs
+#           run by PREFIX's own munge-authenticated slurmctld/slurmd (needs munged and
+#           --enable-multiple-slurmd in that build; the cluster lives in its own directory and
+#           ports and is torn down after)
+# Nothing is installed into PREFIX or the site's PluginDir. Afterwards: contrib/package.sh or
+# contrib/install-plugin.sh (docs/deployment.md).
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+die() { echo "site-check.sh: $*" >&2; exit 2; }
+src= prefix=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --src) src=${2:?}; shift 2 ;;
+    --prefix) prefix=${2:?}; shift 2 ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
+    *) die "unknown argument $1 (see --help)" ;;
+  esac
+done
+[ -n "$src" ] && [ -n "$prefix" ] || die "usage: site-check.sh --src TREE --prefix PREFIX"
+[ "$(id -u)" = 0 ] || die "run as root (the smoke test starts Slurm daemons and makes device nodes)"
+src=$(realpath "$src") prefix=$(realpath "$prefix")
+[ -f "$src/META" ] || die "$src is not a Slurm source tree (no META)"
+[ -x "$prefix/sbin/slurmctld" ] || die "$prefix/sbin/slurmctld not found"
+meta() { awk -v k="$1" '$1 == k":" { print $2 }' "$src/META"; }
+release=$(printf '%d.%02d.%d' "$((10#$(meta Major)))" "$((10#$(meta Minor)))" "$((10#$(meta Micro)))")
+installed=$("$prefix/sbin/slurmctld" -V | awk '{ print $NF }')
+[ "$installed" = "$release" ] || die "the tree is Slurm $release but $prefix has $installed: the plugin must match the installed release exactly"
+# bindgen needs slurm/slurm_version.h and config.h, which only configure writes.
+if [ ! -f "$src/slurm/slurm_version.h" ] || [ ! -f "$src/config.h" ]; then
+  work=${CARGO_TARGET_DIR:-$repo/target}/site-src-$release
+  echo "site-check: $src is not configured; using a copy with the two generated headers ($work)"
+  rm -rf "$work"; mkdir -p "$work"; cp -a "$src/." "$work/"
+  [ -f "$work/config.h" ] || : > "$work/config.h"
+  [ -f "$work/slurm/slurm_version.h" ] || printf '#ifndef _SLURM_VERSION_H_\n#define _SLURM_VERSION_H_\n#define SLURM_VERSION_NUMBER 0x%02x%02x%02x\n#define SLURM_VERSION_NUM(a,b,c) (((a) << 16) + ((b) << 8) + (c))\n#define SLURM_VERSION_MAJOR(a) (((a) >> 16) & 0xff)\n#define SLURM_VERSION_MINOR(a) (((a) >> 8) & 0xff)\n#define SLURM_VERSION_MICRO(a) ((a) & 0xff)\n#define SLURM_VERSION_STRING "%s"\n#endif\n' \
+    "$((10#$(meta Major)))" "$((10#$(meta Minor)))" "$((10#$(meta Micro)))" "$release" > "$work/slurm/slurm_version.h"
+  src=$work
+fi
+lib=$(ldd "$prefix/sbin/slurmctld" | awk '$1 == "libslurmfull.so" { print $3 }')
+[ -n "$lib" ] || die "$prefix/sbin/slurmctld does not link libslurmfull.so"
+export PATH=$HOME/.cargo/bin:$PATH SLURM_SRC_DIR=$src SLURM_LIB_DIR=${lib%/*}
+export GPUTOPO_SLURM_RELEASE=$release GPUTOPO_SLURM_PREFIX=$prefix
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target} GPUTOPO_E2E_DIR=/tmp/gputopo-site-check
+log=$CARGO_TARGET_DIR/site-check-$release; mkdir -p "$log"
+results=() ok=1
+step() { # step NAME CMD...: run, keep the log, record the outcome and the test counts
+  local name=$1; shift
+  echo "=== $name: $*"
+  "$@" > "$log/$name.log" 2>&1
+  local rc=$? counts
+  counts=$(grep -E '^test result:' "$log/$name.log" | awk '{ p += $4; f += $6 } END { if (NR) printf "%d passed, %d failed", p, f }')
+  if [ "$rc" = 0 ]; then results+=("$name ok ${counts:+($counts)}")
+  else results+=("$name FAILED ${counts:+($counts)} (log $log/$name.log)"); ok=0; tail -n 20 "$log/$name.log"; fi
+  return "$rc"
+}
+if step build "$here/build-plugin.sh" "$release"; then
+  export GPUTOPO_PLUGIN_SO=$CARGO_TARGET_DIR/slurm-$release/release/libgputopo.so
+  step gputopo-bin cargo build --release -p gputopo-agent --bin gputopo
+  export GPUTOPO_BIN=$CARGO_TARGET_DIR/release/gputopo
+  step abi cargo test -p gputopo --test main
+  step unit cargo test -p gputopo --lib
+  GPUTOPO_E2E=1 step e2e cargo test -p gputopo --test main -- --ignored --test-threads=1 e2e::foundation
+fi
+echo
+echo "=== site-check: Slurm $release, tree $SLURM_SRC_DIR, installation $prefix"
+printf '  %s\n' "${results[@]}"
+if [ "$ok" = 1 ]; then echo "VERDICT: PASS: gputopo works with this Slurm; plugin $GPUTOPO_PLUGIN_SO"; exit 0; fi
+echo "VERDICT: FAIL: do not deploy gputopo on this Slurm until the failures above are understood"
+exit 1
