@@ -12,7 +12,8 @@
 //!
 //! All scontrol calls together are bounded by `PublishTimeoutSec`; a call still running then is
 //! killed. Exit codes: 0 Extra is up to date (written, or already current); 1 usage or
-//! configuration error; 5 refused to overwrite a non-JSON `Extra`; 6 scontrol failed or timed out.
+//! configuration error; 5 refused to overwrite a non-JSON `Extra`; 6 scontrol failed or timed out;
+//! 7 Slurm's GPUs cannot be tied to NVML devices (nothing published, see `mapping`).
 //! NVML problems are not publish failures: they are published (`unknown` GPUs, `e` reasons).
 
 use super::report;
@@ -32,7 +33,7 @@ pub const EXIT_SCONTROL: i32 = 6;
 #[command(
     after_help = "Exit codes: 0 Extra is up to date (written or unchanged); 1 usage or configuration error; \
 5 refused to overwrite a non-JSON Extra (an administrator's value); 6 scontrol failed or timed out \
-(PublishTimeoutSec). NVML problems are published as `unknown` GPUs, not failures. Never drains for \
+(PublishTimeoutSec); 7 Slurm's GPUs cannot be tied to NVML devices (not published). NVML problems are published as `unknown` GPUs, not failures. Never drains for \
 one GPU; DrainWhenAllFaulty=yes drains only when every GPU is faulty. See docs/agent.md."
 )]
 pub struct Args {
@@ -53,9 +54,15 @@ pub struct Args {
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let s = Settings::load(args.node.clone())?;
-    let r = report::collect(&s, true);
+    let r = report::collect_with(&s, true, !args.dry_run);
     r.print_notes();
-    let health = r.health();
+    if r.refusal.is_some() {
+        // Publishing under a guessed index could name a healthy GPU faulty and hand the
+        // faulty one to a job; the Extra already there stays.
+        eprintln!("gputopo: publish: node {}: not publishing", s.node);
+        return Ok(report::EXIT_IDENTITY);
+    }
+    let mut health = r.health();
     let a = &s.config.agent;
     let deadline = Instant::now() + Duration::from_secs(a.publish_timeout_sec);
     let scontrol = args
@@ -84,7 +91,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             }
         },
     };
-    let merged = match merge_extra(&current, &health) {
+    // Keep the published time while nothing changed and it is fresh enough, so an unchanged
+    // report is not rewritten at every check, yet its age stays within PublishRefreshSec.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let fresh = gputopo_core::health::parse_extra(&current)
+        .ok()
+        .flatten()
+        .and_then(|h| h.time)
+        .filter(|&t| t <= now && now - t < a.publish_refresh_sec);
+    health.time = fresh.or(Some(now));
+    let mut merged = merge_extra(&current, &health);
+    if merged.as_deref().is_ok_and(|m| m != current.trim()) && fresh.is_some() {
+        health.time = Some(now);
+        merged = merge_extra(&current, &health);
+    }
+    let merged = match merged {
         Ok(m) => m,
         Err(e) => {
             eprintln!("gputopo: publish: node {}: {e}", s.node);
