@@ -143,7 +143,11 @@ fn nvml_ordered_slurm_gets_health_on_the_right_device() {
     let two = row("2");
     assert_eq!(&two[2..4], ["faulty", "nvidia5@3d:00.0"], "{table}");
     assert_eq!(two[6], "ecc_uncorrectable", "{table}");
-    assert_eq!(row("0")[4], job.to_string(), "{table}");
+    assert_eq!(
+        &row("0")[3..5],
+        ["nvidia7".to_string(), job.to_string()],
+        "{table}"
+    );
 
     // `gputopo gres-conf` on this node writes lines slurmd keeps, all eight, in its order;
     // lines in minor order with Links= (what it wrote before) are all rejected.

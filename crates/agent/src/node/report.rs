@@ -119,11 +119,13 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
             Some(n) => judge(i, &reading.gpus[n].evidence, &a.health),
             None => GpuHealth::from_reasons(i, vec![Reason::NotInNvml]),
         };
-        // The bus id only of a device identified by its minor (not of a lost one slotted in).
+        // The bus id only of a device identified by its minor (not of a lost one slotted in),
+        // and only where an administrator needs it (not ok), to keep Extra compact.
         let bus = slot
             .nvml
             .map(|n| &reading.gpus[n].ident)
             .filter(|id| id.minor.is_some() && id.minor == slot.minor)
+            .filter(|_| verdict.status != Status::Ok)
             .and_then(|id| id.bus_id.as_deref());
         verdict.device = Device::new(slot.minor, bus);
         gpus.push(SlurmGpu {

@@ -23,7 +23,8 @@
 //!   device through the device minor number); `s`: `ok`|`degraded`|`unknown`|`faulty`; `r`: reason tokens (absent
 //!   when empty). GPUs the agent could not see at all are absent, or listed `unknown`.
 //! - `gpus[].m`, `gpus[].b` (optional): the device the verdict is about, its minor
-//!   (`/dev/nvidiaN`) and PCI bus id in short form (`3d:00.0`), for administrators.
+//!   (`/dev/nvidiaN`) and (the agent writes it for GPUs that are not ok) its PCI bus id in
+//!   short form (`3d:00.0`), for administrators.
 //! - `links`/`pcie`: `n`×`n` matrices in GRES index order (diagonal 0), `n` = number of GPUs.
 //!
 //! [`parse_extra`] is what slurmctld runs (through the select plugin) for every node it
