@@ -487,3 +487,24 @@ fn xids_stick_across_health_checks_until_the_policy_clears_them() {
     assert_eq!(rc, 0, "{err}");
     assert!(err.contains("corrupt"), "{err}");
 }
+
+#[test]
+fn an_unchanged_report_keeps_its_time_until_it_is_stale() {
+    let n = Node::new("refresh", "pcie8", "PublishRefreshSec=600\n", None);
+    let dry = |current: &str| {
+        let (rc, out, err, _) = n.run(&["publish", "--dry-run", "--current-extra", current]);
+        assert_eq!(rc, 0, "{err}");
+        out.trim().to_string()
+    };
+    let first = dry("");
+    assert!(first.contains(r#","t":"#), "{first}");
+    // Published a moment ago and unchanged: byte-identical, so publish would not write.
+    assert_eq!(dry(&first), first);
+    // Older than PublishRefreshSec: rewritten with a new time.
+    let (head, tail) = first.split_once(r#","t":"#).expect("t");
+    let tail = tail.trim_start_matches(|c: char| c.is_ascii_digit());
+    let stale = format!(r#"{head},"t":1000{tail}"#);
+    let again = dry(&stale);
+    assert_ne!(again, stale);
+    assert!(!again.contains(r#","t":1000"#), "{again}");
+}
