@@ -445,14 +445,21 @@ fn xids_stick_across_health_checks_until_the_policy_clears_them() {
     std::fs::write(
         n.dir.join("gputopo.conf"),
         format!(
-            "XidStickySec=0\nXidClearChecks=2\nStateDir={}\n",
+            "XidStickySec=0\nXidClearChecks=2\nNvmlTimeoutMs=30000\nStateDir={}\n",
             state.display()
         ),
     )
     .expect("gputopo.conf");
     let xid79 = |n: &Node| {
-        let (_, gpus) = n.health();
-        gpus[3].2.contains(&"xid_79".to_string())
+        let (rc, out, err, _) = n.run(&["health", "--json"]);
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+        let gpus = v.as_array().expect("array");
+        assert_eq!(gpus.len(), 8, "rc {rc}: {out}\n{err}");
+        gpus[3]["reasons"]
+            .as_array()
+            .expect("reasons")
+            .iter()
+            .any(|r| r == "xid_79")
     };
     let publish = |n: &Node| {
         let (rc, out, err, _) =

@@ -81,10 +81,24 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let (current, state) = match &args.current_extra {
         Some(e) => (e.clone(), String::new()),
         None => match sc.run(&["show", "node", &s.node]) {
-            Ok(out) => (
-                field(&out, "Extra").unwrap_or_default(),
-                field(&out, "State").unwrap_or_default(),
-            ),
+            Ok(out) => {
+                // Slurm keeps at most the configured count (slurm.conf Gres=) of a gres.conf's
+                // GPUs; a list of another length is not Slurm's, and its indices may be off.
+                let configured = field(&out, "Gres").and_then(|g| configured_gpus(&g));
+                if let Some(n) = configured.filter(|&n| n != health.gpus.len()) {
+                    eprintln!(
+                        "gputopo: error: node {} has {n} GPUs configured in slurm.conf (Gres=) but \
+                         gres.conf gives {} in Slurm's order; not publishing",
+                        s.node,
+                        health.gpus.len()
+                    );
+                    return Ok(report::EXIT_IDENTITY);
+                }
+                (
+                    field(&out, "Extra").unwrap_or_default(),
+                    field(&out, "State").unwrap_or_default(),
+                )
+            }
             Err(e) => {
                 eprintln!("gputopo: publish: reading node {}: {e}", s.node);
                 return Ok(EXIT_SCONTROL);
@@ -170,6 +184,27 @@ fn summary(h: &gputopo_core::health::NodeHealth) -> String {
 
 /// The value of `Key=` in `scontrol show node` output. `Extra=` (and `Reason=`, `Comment=`) sit on
 /// a line of their own and run to its end, spaces included; other keys end at whitespace.
+/// The number of GPUs in a node's `Gres=` (`gpu:l40s:8(S:0-1)`, `gpu:a:4,gpu:b:4,mps:100`),
+/// `None` when it names no GPU or a count does not parse.
+pub fn configured_gpus(gres: &str) -> Option<usize> {
+    let mut plain = String::with_capacity(gres.len());
+    let mut depth = 0u32;
+    for c in gres.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => plain.push(c),
+            _ => {}
+        }
+    }
+    let mut total = None;
+    for item in plain.split(',').filter(|i| i.starts_with("gpu")) {
+        let n: usize = item.rsplit(':').next()?.parse().ok()?;
+        total = Some(total.unwrap_or(0) + n);
+    }
+    total
+}
+
 pub fn field(show: &str, key: &str) -> Option<String> {
     let prefix = format!("{key}=");
     for line in show.lines() {
@@ -248,7 +283,7 @@ impl Scontrol {
 
 #[cfg(test)]
 mod tests {
-    use super::field;
+    use super::{configured_gpus, field};
 
     #[test]
     fn reads_extra_and_state_from_show_node() {
@@ -257,5 +292,15 @@ mod tests {
         assert_eq!(field(show, "Extra").as_deref(), Some("{\"a\": \"b c\"}"));
         assert_eq!(field(show, "State").as_deref(), Some("IDLE+DRAIN"));
         assert_eq!(field("NodeName=n1\n", "Extra"), None);
+    }
+
+    #[test]
+    fn counts_configured_gpus() {
+        assert_eq!(configured_gpus("gpu:l40s:8(S:0-1)"), Some(8));
+        assert_eq!(configured_gpus("gpu:a:4(S:0,1),gpu:b:2,mps:100"), Some(6));
+        assert_eq!(configured_gpus("gpu:3"), Some(3));
+        assert_eq!(configured_gpus("mps:100"), None);
+        assert_eq!(configured_gpus("gpu:a:x"), None);
+        assert_eq!(configured_gpus("(null)"), None);
     }
 }
