@@ -193,3 +193,51 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn several_types_and_forty_gpus() {
+    // Two types; the devices' types are longer ("nvidia_a100"), as NVML spells them.
+    let g = read(
+        "Name=gpu Type=a100 File=/dev/nvidia[0-1]\nName=gpu Type=v100 File=/dev/nvidia[2-3]\n",
+        "n1",
+    )
+    .unwrap();
+    let sys: Vec<Record> = (0..4)
+        .map(|i| Record {
+            file: Some(format!("/dev/nvidia{}", 3 - i)),
+            type_name: Some(
+                if 3 - i < 2 {
+                    "nvidia_a100"
+                } else {
+                    "tesla_v100"
+                }
+                .into(),
+            ),
+            links: Some(links_string(4, i, |_| 0)),
+        })
+        .collect();
+    let o = merge(g.gpus, sys);
+    assert_eq!(
+        files(&o),
+        vec![
+            "/dev/nvidia3",
+            "/dev/nvidia2",
+            "/dev/nvidia1",
+            "/dev/nvidia0"
+        ]
+    );
+    assert_eq!(o.gpus[0].type_name.as_deref(), Some("v100"));
+    // 40 GPUs, fake_gpus.conf without Links=: natural file order (nvidia2 before nvidia10).
+    let g = read("Name=gpu File=/dev/nvidia[0-39]\n", "n1").unwrap();
+    let sys = parse_fake_gpus(
+        &(0..40)
+            .rev()
+            .map(|m| format!("(null)|64|0-63|(null)|/dev/nvidia{m}\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let o = merge(g.gpus, sys);
+    assert_eq!(o.gpus.len(), 40);
+    assert_eq!(o.gpus[2].file.as_deref(), Some("/dev/nvidia2"));
+    assert_eq!(o.gpus[10].file.as_deref(), Some("/dev/nvidia10"));
+}
