@@ -9,6 +9,7 @@
 #                         [--dir DIR] [--extra-conf FILE] [--gputopo-conf FILE]
 #                         [--health-program PATH --health-interval SECONDS] [--debug]
 #                         [--plugin-dir DIR]   # an installed gputopo PluginDir (package test)
+#                         [--fake-gpus FILE] [--plain-gres]
 #   contrib/cluster.sh down [--dir DIR]
 #   contrib/cluster.sh env  [--dir DIR]     # prints: export SLURM_CONF=... PATH=...
 #   contrib/cluster.sh restart [--dir DIR] slurmctld|nX   # restart one daemon, jobs keep running
@@ -22,6 +23,9 @@
 # stops the daemons and kills whatever is left of this cluster (slurmstepd and job processes
 # are found by SLURM_CONF in their environment or open files under DIR), leaving nothing behind.
 #
+# --fake-gpus FILE installs FILE as etc/fake_gpus.conf (slurmd then merges gres.conf with it
+# instead of NVML and numbers GPUs in its Links= order), with @DIR@ replaced by DIR; the
+# fake devices are DIR/dev/nX/nvidiaM. --plain-gres writes gres.conf without Cores= and Links=.
 # --extra-conf lines replace generated slurm.conf lines with the same key (NodeName= and
 # PartitionName= lines are added). The gputopo binary (gres.conf) is $GPUTOPO_BIN, or
 # target/release/gputopo ($CARGO_TARGET_DIR honoured), built with cargo if missing.
@@ -214,6 +218,8 @@ write_gres() {
     cat "$dir/etc/gres.$node" >> "$dir/etc/gres.conf"
     rm -f "$dir/etc/gres.$node"
   done
+  [ -z "$plain_gres" ] || sed -i -E 's/ (Cores|Links)=[^ ]*//g' "$dir/etc/gres.conf"
+  [ -z "$fake_gpus" ] || sed "s|@DIR@|$dir|g" "$fake_gpus" > "$dir/etc/fake_gpus.conf"
   GPU_COUNT=$(grep -c '^NodeName=n1 ' "$dir/etc/gres.conf")
   GPU_TYPE=$(sed -n '1s/.* Type=\([^ ]*\).*/\1/p' "$dir/etc/gres.conf")
   [ "$GPU_COUNT" -gt 0 ] || die "no GPUs in $topo"
@@ -302,8 +308,9 @@ cmd_up() {
   if [ -f "$topo_arg" ]; then topo=$(realpath "$topo_arg")
   elif [ -f "$here/topologies/$topo_arg.topo" ]; then topo=$here/topologies/$topo_arg.topo
   else die "no topology '$topo_arg' (a file, or a name in contrib/topologies/)"; fi
-  for f in "$extra_conf" "$gputopo_conf"; do [ -z "$f" ] || [ -f "$f" ] || die "no such file: $f"; done
+  for f in "$extra_conf" "$gputopo_conf" "$fake_gpus"; do [ -z "$f" ] || [ -f "$f" ] || die "no such file: $f"; done
   [ -z "$extra_conf" ] || extra_conf=$(realpath "$extra_conf")
+  [ -z "$fake_gpus" ] || fake_gpus=$(realpath "$fake_gpus")
   if [ -n "$health_program" ]; then
     [ -x "$health_program" ] || die "--health-program $health_program is not executable"
     [[ $health_interval =~ ^[1-9][0-9]*$ ]] || die "--health-interval must be a positive number of seconds"
@@ -399,7 +406,7 @@ cmd=${1:-}
 [ $# -gt 0 ] && shift
 dir=${GPUTOPO_CLUSTER_DIR:-/tmp/gputopo-cluster}
 restart_what= release= nodes=1 topo_arg= select=gputopo priority=basic extra_conf= gputopo_conf=
-health_program= health_interval=60 ctld_debug=info plugin_dir=
+health_program= health_interval=60 ctld_debug=info plugin_dir= fake_gpus= plain_gres=
 while [ $# -gt 0 ]; do
   case $1 in
     --release) release=$2; shift 2 ;;
@@ -414,8 +421,10 @@ while [ $# -gt 0 ]; do
     --health-interval) health_interval=$2; shift 2 ;;
     --debug) ctld_debug=debug; shift ;;
     --plugin-dir) plugin_dir=$2; shift 2 ;;
+    --fake-gpus) fake_gpus=$2; shift 2 ;;
+    --plain-gres) plain_gres=1; shift ;;
     slurmctld|n[0-9]*) restart_what=$1; shift ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done

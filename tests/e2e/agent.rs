@@ -53,12 +53,12 @@ pub(super) fn fake_lib() -> PathBuf {
 }
 
 /// Scratch files of one test: the wrapper, the per-node fixtures, the run log.
-struct Rig {
+pub(super) struct Rig {
     dir: PathBuf,
 }
 
 impl Rig {
-    fn new(test: &str, nodes: &[(&str, &str)]) -> Rig {
+    pub(super) fn new(test: &str, nodes: &[(&str, &str)]) -> Rig {
         let dir =
             std::env::temp_dir().join(format!("gputopo-agent-e2e-{}-{test}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -87,11 +87,17 @@ impl Rig {
         Rig { dir }
     }
 
-    fn wrapper(&self) -> PathBuf {
+    pub(super) fn wrapper(&self) -> PathBuf {
         self.dir.join("hc.sh")
     }
 
-    fn runs(&self) -> usize {
+    /// The agent's `StateDir` for this test (sticky XIDs stay out of the host's
+    /// /var/lib/gputopo, which other clusters' n1 would share).
+    pub(super) fn state_dir(&self) -> PathBuf {
+        self.dir.join("state")
+    }
+
+    pub(super) fn runs(&self) -> usize {
         std::fs::read_to_string(self.dir.join("runs.log")).map_or(0, |s| s.lines().count())
     }
 }
@@ -105,14 +111,14 @@ impl Drop for Rig {
 }
 
 /// The node's Extra (everything after `Extra=` on its line; empty when unset).
-fn extra(c: &Cluster, node: &str) -> String {
+pub(super) fn extra(c: &Cluster, node: &str) -> String {
     c.show_node(node)
         .lines()
         .find_map(|l| l.trim_start().strip_prefix("Extra=").map(str::to_string))
         .unwrap_or_default()
 }
 
-fn health(c: &Cluster, node: &str) -> Option<NodeHealth> {
+pub(super) fn health(c: &Cluster, node: &str) -> Option<NodeHealth> {
     parse_extra(&extra(c, node)).ok().flatten()
 }
 
@@ -134,8 +140,9 @@ fn start(test: &str, topology: &str, nodes: &[(&str, &str)], conf: &str) -> Opti
         nodes: 2,
         topology: topology.into(),
         gputopo_conf: Some(format!(
-            "# agent keys for the test; the select keys keep their defaults\nNvmlLibrary={}\nXidWaitMs=100\nNvmlTimeoutMs=5000\nPublishTimeoutSec=20\n{conf}",
-            fake_lib().display()
+            "# agent keys for the test; the select keys keep their defaults\nNvmlLibrary={}\nXidWaitMs=100\nNvmlTimeoutMs=5000\nPublishTimeoutSec=20\nStateDir={}\n{conf}",
+            fake_lib().display(),
+            rig.state_dir().display()
         )),
         health_program: Some(rig.wrapper()),
         health_interval: 5,

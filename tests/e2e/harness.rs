@@ -80,6 +80,11 @@ pub struct Opts {
     pub health_interval: u32,
     /// SlurmctldDebug=debug (the plugin's per-call lines are at debug level).
     pub debug: bool,
+    /// Content of etc/fake_gpus.conf (`@DIR@` = the cluster directory): slurmd's system GPU
+    /// list instead of NVML (cluster.sh --fake-gpus).
+    pub fake_gpus: Option<String>,
+    /// gres.conf without `Cores=` and `Links=` (cluster.sh --plain-gres).
+    pub plain_gres: bool,
 }
 
 impl Default for Opts {
@@ -95,6 +100,8 @@ impl Default for Opts {
             health_program: None,
             health_interval: 60,
             debug: false,
+            fake_gpus: None,
+            plain_gres: false,
         }
     }
 }
@@ -178,6 +185,10 @@ impl Cluster {
         };
         file_arg("--extra-conf", "extra.conf", &opts.extra_conf);
         file_arg("--gputopo-conf", "gputopo.conf.in", &opts.gputopo_conf);
+        file_arg("--fake-gpus", "fake_gpus.conf.in", &opts.fake_gpus);
+        if opts.plain_gres {
+            args.push("--plain-gres".into());
+        }
         if let Some(p) = &opts.health_program {
             args.extend([
                 "--health-program".into(),

@@ -3,5 +3,6 @@
 mod agent;
 mod foundation;
 mod harness;
+mod identity;
 mod priority;
 mod select;

@@ -2,6 +2,7 @@
 //!
 //! One binary for every job that runs outside slurmctld:
 //! - on any machine: `pick` and `topo` (the core engine on the command line), `simulate`;
+//! - wherever a Slurm client works: `nodes` (the published GPU health, readable);
 //! - on a compute node: `health`, `topology`, `gres-conf` and `publish` (the node agent, NVML).
 //!
 //! Each subcommand lives in its own module with its argument struct and a
@@ -9,6 +10,7 @@
 //! their context chain and exit code 1 unless the subcommand documents others.
 #![deny(unsafe_code)] // one exception: node::nvml_raw, two raw NVML calls (see its docs)
 
+mod cmd_nodes;
 mod cmd_pick;
 mod cmd_simulate;
 mod cmd_topo;
@@ -41,6 +43,8 @@ enum Cmd {
     GresConf(node::gres_conf::Args),
     /// Publish this node's GPU health to slurmctld (run as HealthCheckProgram).
     Publish(node::publish::Args),
+    /// Published GPU health of the cluster's nodes, per GPU (runs scontrol).
+    Nodes(cmd_nodes::Args),
     /// Replay a job trace on a simulated cluster under several placement policies.
     Simulate(cmd_simulate::Args),
 }
@@ -55,6 +59,7 @@ fn main() {
         Cmd::GresConf(a) => node::gres_conf::run(a),
         Cmd::Publish(a) => node::publish::run(a),
         Cmd::Simulate(a) => cmd_simulate::run(a),
+        Cmd::Nodes(a) => cmd_nodes::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

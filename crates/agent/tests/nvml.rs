@@ -45,6 +45,9 @@ fn fake_lib() -> &'static Path {
 }
 
 fn fixture(name: &str) -> PathBuf {
+    if name.contains('/') {
+        return PathBuf::from(name);
+    }
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/nvml")
         .join(format!("{name}.fx"))
@@ -227,21 +230,23 @@ fn dgx1v_topology_matches_the_cube_mesh_where_known() {
 }
 
 #[test]
-fn pcie_box_maps_nvml_order_to_slurm_order_by_minor() {
-    // NVML index i has minor 7-i: Slurm's GPU 0 is NVML's last device (bus BE).
+fn pcie_box_maps_slurm_order_to_nvml_devices_by_minor() {
+    // NVML index i has minor 7-i. Without gres.conf the order is NVML's (Slurm's
+    // AutoDetect=nvml order): GPU 0 is bus 1A, /dev/nvidia7.
     let n = Node::new("pcie", "pcie8", "", None);
     let (rc, gpus) = n.health();
     assert_eq!(rc, 0);
     assert!(gpus.iter().all(|g| g.1 == "ok"));
-    assert_eq!(gpus[0].3.as_deref(), Some("00000000:BE:00.0"));
-    assert_eq!(gpus[7].3.as_deref(), Some("00000000:1A:00.0"));
+    assert_eq!(gpus[0].3.as_deref(), Some("00000000:1A:00.0"));
+    assert_eq!(gpus[7].3.as_deref(), Some("00000000:BE:00.0"));
+    // gres-conf writes that order with -1 at the NVML index, which is what Slurm's merge with
+    // NVML (or fake_gpus.conf) compares Links= against: line 2 is /dev/nvidia5.
     let (_, gres, _, _) = n.run(&["gres-conf", "--type", "l40s"]);
-    for l in gres.lines() {
-        let links = l.rsplit_once("Links=").expect("Links=").1;
-        assert!(links.split(',').all(|c| c == "0" || c == "-1"), "{l}");
-    }
+    let lines: Vec<&str> = gres.lines().collect();
+    assert_eq!(lines.len(), 8, "{gres}");
     assert!(
-        gres.contains("Type=l40s File=/dev/nvidia0 Cores=16-31"),
+        lines[2]
+            .starts_with("Name=gpu Type=l40s File=/dev/nvidia5 Cores=0-15 Links=0,0,-1,0,0,0,0,0"),
         "{gres}"
     );
     // With a gres.conf, its File= order wins (here: /dev/nvidia3 first).
@@ -264,6 +269,35 @@ fn pcie_box_maps_nvml_order_to_slurm_order_by_minor() {
         Some("00000000:BE:00.0"),
         "minor 0 = NVML 7"
     );
+    // fake_gpus.conf next to gres.conf: Slurm merges and sorts by Links= (NVML order), so
+    // /dev/nvidia5 is Slurm's GPU 2 although gres.conf lists it sixth.
+    let n = Node::new(
+        "pcie-fake",
+        "pcie8",
+        "",
+        Some("Name=gpu File=/dev/nvidia[0-7]\n"),
+    );
+    let fake: String = (0..8)
+        .map(|i| {
+            let links: Vec<String> = (0..8)
+                .map(|j| if i == j { "-1".into() } else { "0".to_string() })
+                .collect();
+            format!("l40s|32|0-31|{}|/dev/nvidia{}\n", links.join(","), 7 - i)
+        })
+        .collect();
+    std::fs::write(n.dir.join("fake_gpus.conf"), fake).expect("fake_gpus.conf");
+    let (_, gpus) = n.health();
+    assert_eq!(
+        gpus[2].3.as_deref(),
+        Some("00000000:3D:00.0"),
+        "nvidia5 = NVML 2"
+    );
+    // A GPU Slurm cannot identify: no publishing, exit 7, and the reason.
+    let n = Node::new("pcie-count", "pcie8", "", Some("Name=gpu Count=8\n"));
+    let (rc, out, err, _) = n.run(&["publish", "--dry-run", "--current-extra", ""]);
+    assert_eq!(rc, 7, "{out}{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("names no device minor"), "{err}");
 }
 
 #[test]
@@ -284,9 +318,12 @@ fn no_nvml_library_is_unknown_not_a_crash() {
     );
     let (rc, extra, _, _) = n.run(&["publish", "--dry-run", "--current-extra", "{\"rack\":7}"]);
     assert_eq!(rc, 0);
+    // The publish time ("t") is the only field that varies.
+    let (head, tail) = extra.trim().split_once(r#","t":"#).expect("a publish time");
+    let tail = tail.trim_start_matches(|c: char| c.is_ascii_digit());
     assert_eq!(
-        extra.trim(),
-        r#"{"gputopo":{"v":1,"gpus":[{"i":0,"s":"unknown","r":["nvml_unavailable"]},{"i":1,"s":"unknown","r":["nvml_unavailable"]}],"e":["nvml_unavailable"]},"rack":7}"#
+        format!("{head}{tail}"),
+        r#"{"gputopo":{"v":1,"gpus":[{"i":0,"s":"unknown","r":["nvml_unavailable"],"m":0},{"i":1,"s":"unknown","r":["nvml_unavailable"],"m":1}],"e":["nvml_unavailable"]},"rack":7}"#
     );
     let (rc, _, _, _) = n.run(&["topology"]);
     assert_eq!(rc, 2);
@@ -399,4 +436,82 @@ fn thresholds_come_from_gputopo_conf() {
     );
     let (_, gpus) = n.health();
     assert_eq!(gpus[3].1, "ok");
+}
+
+#[test]
+fn xids_stick_across_health_checks_until_the_policy_clears_them() {
+    let mut n = Node::new("sticky", "nvswitch8", "", None);
+    let state = n.dir.join("state");
+    std::fs::write(
+        n.dir.join("gputopo.conf"),
+        format!(
+            "XidStickySec=0\nXidClearChecks=2\nNvmlTimeoutMs=30000\nStateDir={}\n",
+            state.display()
+        ),
+    )
+    .expect("gputopo.conf");
+    let xid79 = |n: &Node| {
+        let (rc, out, err, _) = n.run(&["health", "--json"]);
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+        let gpus = v.as_array().expect("array");
+        assert_eq!(gpus.len(), 8, "rc {rc}: {out}\n{err}");
+        gpus[3]["reasons"]
+            .as_array()
+            .expect("reasons")
+            .iter()
+            .any(|r| r == "xid_79")
+    };
+    let publish = |n: &Node| {
+        let (rc, out, err, _) =
+            n.run(&["publish", "--scontrol", "/bin/true", "--current-extra", ""]);
+        assert_eq!(rc, 0, "{out}{err}");
+    };
+    // The check that saw XID 79 remembers it, by the GPU's UUID.
+    publish(&n);
+    let file = std::fs::read_to_string(state.join("xid-node1.json")).expect("state file");
+    assert!(
+        file.contains("GPU-4100a001-0000-4000-8000-000000000003"),
+        "{file}"
+    );
+    // The event is gone (NVML delivers it once): GPU 3 stays faulty for two clean checks.
+    let quiet = n.dir.join("quiet.fx");
+    let text = std::fs::read_to_string(fixture("nvswitch8")).expect("fixture");
+    let text: String = text
+        .lines()
+        .filter(|l| !l.starts_with("Xid "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&quiet, text).expect("quiet fixture");
+    n.fixture = quiet.display().to_string();
+    assert!(xid79(&n), "health shows the remembered XID");
+    publish(&n);
+    assert!(xid79(&n), "one clean check is not enough");
+    publish(&n);
+    assert!(!xid79(&n), "two clean checks and XidStickySec=0 clear it");
+    // A corrupt state file: a warning, a fresh start, and the check still publishes.
+    std::fs::write(state.join("xid-node1.json"), b"{\"v\":1,\"gp").expect("corrupt");
+    let (rc, _, err, _) = n.run(&["publish", "--scontrol", "/bin/true", "--current-extra", ""]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(err.contains("corrupt"), "{err}");
+}
+
+#[test]
+fn an_unchanged_report_keeps_its_time_until_it_is_stale() {
+    let n = Node::new("refresh", "pcie8", "PublishRefreshSec=600\n", None);
+    let dry = |current: &str| {
+        let (rc, out, err, _) = n.run(&["publish", "--dry-run", "--current-extra", current]);
+        assert_eq!(rc, 0, "{err}");
+        out.trim().to_string()
+    };
+    let first = dry("");
+    assert!(first.contains(r#","t":"#), "{first}");
+    // Published a moment ago and unchanged: byte-identical, so publish would not write.
+    assert_eq!(dry(&first), first);
+    // Older than PublishRefreshSec: rewritten with a new time.
+    let (head, tail) = first.split_once(r#","t":"#).expect("t");
+    let tail = tail.trim_start_matches(|c: char| c.is_ascii_digit());
+    let stale = format!(r#"{head},"t":1000{tail}"#);
+    let again = dry(&stale);
+    assert_ne!(again, stale);
+    assert!(!again.contains(r#","t":1000"#), "{again}");
 }

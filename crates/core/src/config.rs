@@ -21,6 +21,10 @@
 //! | `NvmlTimeoutMs` | 10000 | deadline for all NVML work; then `unknown` / `nvml_timeout` |
 //! | `DrainWhenAllFaulty` | no | `publish` drains the node when every GPU is faulty |
 //! | `PublishTimeoutSec` | 30 | bound on `publish`'s scontrol calls, all together |
+//! | `XidStickySec` | 3600 | an XID keeps its verdict at least this long after it was last seen |
+//! | `XidClearChecks` | 3 | ... and until this many health checks in a row saw no XID on the GPU |
+//! | `StateDir` | /var/lib/gputopo | where the agent keeps its state (sticky XIDs) across runs |
+//! | `PublishRefreshSec` | 300 | `publish` rewrites an unchanged Extra this often (report age) |
 //! | `HealthAware` | yes | select: never allocate faulty GPUs |
 //! | `TopologyAware` | yes | select: pick GPU sets by NVLink/PCIe topology |
 //! | `NodeRanking` | yes | select: prefer nodes whose free GPUs form the best set |
@@ -51,6 +55,15 @@ pub struct AgentConfig {
     pub drain_when_all_faulty: bool,
     /// `PublishTimeoutSec`: bound on all of `publish`'s scontrol calls together.
     pub publish_timeout_sec: u64,
+    /// `XidStickySec`: an XID keeps its verdict at least this long after it was last seen.
+    pub xid_sticky_sec: u64,
+    /// `XidClearChecks`: clean health checks in a row needed (as well) to clear an XID.
+    pub xid_clear_checks: u32,
+    /// `StateDir`: the agent's state across runs (sticky XIDs); `None` = /var/lib/gputopo.
+    pub state_dir: Option<PathBuf>,
+    /// `PublishRefreshSec`: how often `publish` rewrites an unchanged Extra, so that its
+    /// timestamp (`t`) tells how old the report is.
+    pub publish_refresh_sec: u64,
 }
 
 impl Default for AgentConfig {
@@ -63,6 +76,10 @@ impl Default for AgentConfig {
             nvml_timeout_ms: 10_000,
             drain_when_all_faulty: false,
             publish_timeout_sec: 30,
+            xid_sticky_sec: 3600,
+            xid_clear_checks: 3,
+            state_dir: None,
+            publish_refresh_sec: 300,
         }
     }
 }
@@ -118,6 +135,10 @@ pub const KEYS: &[&str] = &[
     "NvmlTimeoutMs",
     "DrainWhenAllFaulty",
     "PublishTimeoutSec",
+    "XidStickySec",
+    "XidClearChecks",
+    "StateDir",
+    "PublishRefreshSec",
     "HealthAware",
     "TopologyAware",
     "NodeRanking",
@@ -190,6 +211,16 @@ impl Config {
                     "DrainWhenAllFaulty" => a.drain_when_all_faulty = boolean(v).map_err(err)?,
                     "PublishTimeoutSec" => {
                         a.publish_timeout_sec = positive(v, MAX_MS / 1000).map_err(err)?;
+                    }
+                    "XidStickySec" => {
+                        a.xid_sticky_sec = num(v, u64::from(u32::MAX)).map_err(err)?
+                    }
+                    "XidClearChecks" => {
+                        a.xid_clear_checks = num(v, 1_000_000).map_err(err)? as u32;
+                    }
+                    "StateDir" => a.state_dir = Some(path(v).map_err(err)?),
+                    "PublishRefreshSec" => {
+                        a.publish_refresh_sec = positive(v, u64::from(u32::MAX)).map_err(err)?;
                     }
                     "HealthAware" => s.health_aware = boolean(v).map_err(err)?,
                     "TopologyAware" => s.topology_aware = boolean(v).map_err(err)?,
@@ -398,9 +429,31 @@ mod tests {
             );
         }
         let mut defaults = Config::default();
-        // The example names a concrete path for the two path keys whose default is "unset".
+        // The example names a concrete path for the path keys whose default is "unset".
         defaults.agent.nvml_library = Some("libnvidia-ml.so.1".into());
         defaults.agent.gres_conf = Some("/etc/slurm/gres.conf".into());
+        defaults.agent.state_dir = Some("/var/lib/gputopo".into());
         assert_eq!(Config::parse(&active), Ok(defaults));
+    }
+
+    #[test]
+    fn sticky_xid_and_refresh_keys() {
+        let d = Config::default().agent;
+        assert_eq!(
+            (d.xid_sticky_sec, d.xid_clear_checks, d.publish_refresh_sec),
+            (3600, 3, 300)
+        );
+        let c =
+            Config::parse("XidStickySec=0 XidClearChecks=1 StateDir=/run/g PublishRefreshSec=60\n")
+                .unwrap()
+                .agent;
+        assert_eq!(
+            (c.xid_sticky_sec, c.xid_clear_checks, c.publish_refresh_sec),
+            (0, 1, 60)
+        );
+        assert_eq!(c.state_dir.as_deref(), Some(std::path::Path::new("/run/g")));
+        for bad in ["PublishRefreshSec=0", "XidClearChecks=x", "StateDir="] {
+            assert!(Config::parse(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -12,6 +12,7 @@
 
 pub mod extra;
 mod policy;
+pub mod sticky;
 
 pub use extra::{ExtraError, LinkMatrix, MergeRefused, NodeHealth, merge_extra, parse_extra};
 pub use policy::{Evidence, HealthPolicy, Reading, RowRemap, judge};
@@ -179,12 +180,42 @@ impl<'de> serde::Deserialize<'de> for Reason {
 /// One GPU's verdict, by Slurm GRES index.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GpuHealth {
-    /// Slurm GRES index (order of `File=` in gres.conf).
+    /// Slurm GRES index (Slurm's own GPU order, see `identity`).
     pub index: usize,
     /// The verdict.
     pub status: Status,
     /// Why, most severe first; empty when `ok`.
     pub reasons: Vec<Reason>,
+    /// Which device the agent judged under this index (for administrators and audits).
+    pub device: Device,
+}
+
+/// A GPU's device identity as published: its device minor (`/dev/nvidiaN`) and PCI bus id.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Device {
+    /// Device minor number.
+    pub minor: Option<u32>,
+    /// PCI bus id, short form (`3d:00.0`; the domain only when not 0).
+    pub bus: Option<String>,
+}
+
+impl Device {
+    /// The identity of a device with minor `minor` and NVML bus id `bus`
+    /// (`00000000:3D:00.0` is published as `3d:00.0`).
+    pub fn new(minor: Option<u32>, bus: Option<&str>) -> Device {
+        let bus = bus.map(|b| {
+            let b = b.trim().to_ascii_lowercase();
+            match b.split_once(':') {
+                Some((dom, rest))
+                    if rest.contains(':') && dom.trim_start_matches('0').is_empty() =>
+                {
+                    rest.to_string()
+                }
+                _ => b,
+            }
+        });
+        Device { minor, bus }
+    }
 }
 
 impl GpuHealth {
@@ -210,6 +241,7 @@ impl GpuHealth {
             index,
             status,
             reasons,
+            device: Device::default(),
         }
     }
 }

@@ -13,6 +13,8 @@
 //! - `fixtures` (tests, feature `fixtures`): named topologies from `contrib/topologies/`.
 //! - [`placement`]: the [`placement::Policy`] trait, the exact engine and the baselines.
 //! - [`health`]: per-GPU health verdicts and the JSON the agent publishes in node `Extra`.
+//! - [`identity`]: which device Slurm calls GPU i (Slurm's own GPU order, from gres.conf and
+//!   the system list), so health is never published under another device's index.
 //! - [`config`]: parsing of `gputopo.conf`.
 //! - [`priority`]: Slurm's multifactor priority math, and gputopo's extensions.
 //! - [`sim`]: the trace-driven cluster simulator.
@@ -28,6 +30,7 @@ pub mod cpulist;
 pub mod fixtures;
 pub mod gpuset;
 pub mod health;
+pub mod identity;
 pub mod keyvalue;
 pub mod placement;
 pub mod priority;

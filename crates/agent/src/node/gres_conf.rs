@@ -6,7 +6,11 @@
 //! Slurm's GRES index order, NVSwitch links counted (Slurm's own autodetection writes zeros).
 //!
 //! GPU i's `File=` is `PREFIX` + its device minor number when known (else i); the default
-//! prefix is `/dev/nvidia`. Lines come out in GRES index order, so Slurm's GPU i is line i.
+//! prefix is `/dev/nvidia`. Lines come out in Slurm's GRES index order (see `mapping`: on a node
+//! without gres.conf that is NVML order), so Slurm's GPU i is line i and its `Links=` has -1 at
+//! position i. That matters beyond numbering: with `AutoDetect=nvml` (or a fake_gpus.conf)
+//! slurmd compares `Links=` with NVML's, whose -1 sits at the NVML index, and ignores every GPU
+//! where they differ; lines in minor order lost all eight GPUs of the pcie8 fixture.
 
 use super::report;
 use super::settings::Settings;

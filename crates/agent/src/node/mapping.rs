@@ -1,224 +1,242 @@
-//! Index mapping: NVML's GPU order → Slurm's GRES index.
+//! Index mapping: which NVML device is Slurm's GPU i, by device identity.
 //!
-//! Slurm numbers a node's GPUs in the order of their `File=` device paths in gres.conf (with
-//! `AutoDetect=nvml`, in the order of the device minor numbers), not in NVML's enumeration order
-//! (PCI bus order). Both sides agree on the device minor number (`/dev/nvidiaN` has minor N),
-//! so the agent maps through it:
+//! 1. Slurm's own GPU list for the node, in its index order, from the inputs slurmd reads:
+//!    gres.conf (`GresConf=`, else next to gputopo.conf) and, next to it, `fake_gpus.conf`
+//!    (slurmd's stand-in for NVML) or, with `AutoDetect=nvml`, the NVML devices themselves.
+//!    The rule is Slurm's (`gputopo_core::identity`, with the Slurm code it reproduces).
+//! 2. Each Slurm GPU's device file gives its device minor: the minor of the character device
+//!    when the file exists, else the number the path ends in (`/dev/nvidia5` → 5). The NVML
+//!    device with that minor is the GPU. Positions are never assumed to line up.
+//! 3. Without GPU lines for the node (a node without gres.conf, where `gres-conf` is run to
+//!    write one) Slurm's autodetection order is used: NVML's (PCI bus) order.
 //!
-//! 1. If gres.conf is readable and has `Name=gpu` lines with `File=` for this node, Slurm GPU i is
-//!    the NVML device whose minor equals the number at the end of the i-th `File=` path
-//!    (`/dev/nvidia3` → 3; ranges like `/dev/nvidia[0-3]` expand in order). The file is read by
-//!    the engine's gres.conf parser (`gres_conf_parse`), so a gres.conf the engine rejects
-//!    (bad `Links=`, a GPU line without `File=`) is ignored here too, with a note.
-//! 2. Otherwise GPUs are sorted by minor number.
-//!
-//! A GPU that NVML cannot identify (lost before its minor could be read) fills the one slot whose
-//! minor no NVML device claimed, when that is unambiguous; otherwise it is reported after the
-//! others. A gres.conf slot with no NVML device is reported `unknown` / `not_in_nvml`.
+//! Where the identity cannot be established (a Slurm GPU without a device minor, two GPUs with
+//! one minor, a gres.conf or fake_gpus.conf that cannot be read) the mapping is an error and
+//! the agent refuses to publish. NVML devices whose minor is unreadable fill the Slurm GPUs no
+//! device claimed only where that cannot name the wrong GPU (see [`assign`]); a Slurm GPU
+//! without a device is reported `unknown` / `not_in_nvml`.
 
-use gputopo_core::topology::gres_conf_parse;
+use gputopo_core::identity::{self, Record, gres_conf};
+use gputopo_core::topology::gres_conf_parse::minor_of;
 use std::path::Path;
 
-/// One Slurm GPU: its minor and the NVML device behind it.
+/// One NVML device, as the mapping needs it.
+#[derive(Clone, Debug, Default)]
+pub struct Device {
+    /// Device minor, when readable.
+    pub minor: Option<u32>,
+    /// Slurm's GRES type for it (`nvidia_l40s`), when known.
+    pub type_name: Option<String>,
+    /// NVLink count to each other NVML device, when read.
+    pub nvlinks: Option<Vec<u32>>,
+    /// The device is lost (NVML says so): its verdict is `faulty`/`gpu_lost` whoever it is.
+    pub lost: bool,
+}
+
+/// One Slurm GPU and the NVML device behind it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Slot {
-    /// Device minor number, when known.
+    /// Slurm's device file for it, when Slurm has one.
+    pub file: Option<String>,
+    /// Device minor.
     pub minor: Option<u32>,
-    /// NVML index, when an NVML device was matched.
+    /// NVML index, when a device was matched.
     pub nvml: Option<usize>,
 }
 
-/// Slurm GPU order for NVML devices whose minors are `minors` (by NVML index; `None` = unknown).
-/// `gres` is the gres.conf minor order, when known.
-pub fn map(minors: &[Option<u32>], gres: Option<&[u32]>) -> Vec<Slot> {
-    let mut slots: Vec<Slot> = match gres {
-        Some(order) => order
+/// The mapping and what to warn about.
+#[derive(Clone, Debug, Default)]
+pub struct Mapping {
+    /// Slurm's GPUs in index order.
+    pub slots: Vec<Slot>,
+    /// Warnings (GPUs Slurm ignores, the source of the order).
+    pub notes: Vec<String>,
+}
+
+/// The mapping for `node` from the gres.conf at `gres_path` (and `fake_gpus.conf` beside it).
+///
+/// # Errors
+/// Why Slurm's GPUs cannot be tied to NVML devices; the agent must not publish then.
+pub fn map_node(gres_path: &Path, node: &str, devices: &[Device]) -> Result<Mapping, String> {
+    let gres = match std::fs::read_to_string(gres_path) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("{}: {e}", gres_path.display())),
+    };
+    let fake_path = gres_path.with_file_name("fake_gpus.conf");
+    let fake = match std::fs::read_to_string(&fake_path) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(format!("{}: {e}", fake_path.display())),
+    };
+    let mut m = map_texts(
+        gres.as_deref(),
+        fake.as_deref(),
+        node,
+        devices,
+        device_minor,
+    )
+    .map_err(|e| format!("{} / {}: {e}", gres_path.display(), fake_path.display()))?;
+    if fake.is_some() {
+        m.notes.push(format!(
+            "{} exists: Slurm's GPU order is the merged order of it and gres.conf",
+            fake_path.display()
+        ));
+    }
+    Ok(m)
+}
+
+/// [`map_node`] over the file contents; `minor(file)` resolves a device file's minor.
+///
+/// # Errors
+/// As [`map_node`].
+pub fn map_texts(
+    gres: Option<&str>,
+    fake: Option<&str>,
+    node: &str,
+    devices: &[Device],
+    minor: impl Fn(&str) -> Option<u32>,
+) -> Result<Mapping, String> {
+    let conf = match gres {
+        Some(t) => gres_conf::read(t, node).map_err(|e| format!("gres.conf {e}"))?,
+        None => gres_conf::NodeGres::default(),
+    };
+    let mut notes = Vec::new();
+    if fake.is_none() && conf.gpus.is_empty() {
+        notes.push(format!(
+            "gres.conf names no GPU of node {node}: GPUs are numbered in NVML (PCI bus) order, \
+             Slurm's AutoDetect=nvml order"
+        ));
+        let slots = devices
             .iter()
-            .map(|&m| Slot {
-                minor: Some(m),
-                nvml: minors.iter().position(|&x| x == Some(m)),
-            })
-            .collect(),
-        None => {
-            let mut known: Vec<(u32, usize)> = minors
-                .iter()
-                .enumerate()
-                .filter_map(|(i, m)| m.map(|m| (m, i)))
-                .collect();
-            known.sort();
-            known.dedup_by_key(|k| k.0);
-            known
-                .into_iter()
-                .map(|(m, i)| Slot {
-                    minor: Some(m),
-                    nvml: Some(i),
-                })
-                .collect()
-        }
-    };
-    let unidentified: Vec<usize> = (0..minors.len()).filter(|&i| minors[i].is_none()).collect();
-    if unidentified.is_empty() {
-        return slots;
-    }
-    if gres.is_some() {
-        let empty: Vec<usize> = (0..slots.len())
-            .filter(|&s| slots[s].nvml.is_none())
-            .collect();
-        if empty.len() == unidentified.len() {
-            for (s, i) in empty.into_iter().zip(unidentified) {
-                slots[s].nvml = Some(i);
-            }
-        }
-        return slots;
-    }
-    // No gres.conf: the minors nobody claimed among 0..count.
-    let count = minors.len() as u32;
-    let gaps: Vec<u32> = (0..count).filter(|m| !minors.contains(&Some(*m))).collect();
-    if gaps.len() == unidentified.len() && slots.iter().all(|s| s.minor < Some(count)) {
-        for (m, i) in gaps.into_iter().zip(unidentified) {
-            slots.push(Slot {
-                minor: Some(m),
+            .enumerate()
+            .map(|(i, d)| Slot {
+                file: d.minor.map(|m| format!("/dev/nvidia{m}")),
+                minor: d.minor,
                 nvml: Some(i),
-            });
-        }
-        slots.sort_by_key(|s| s.minor);
-    } else {
-        slots.extend(unidentified.into_iter().map(|i| Slot {
-            minor: None,
-            nvml: Some(i),
-        }));
+            })
+            .collect();
+        return Ok(Mapping { slots, notes });
     }
-    slots
-}
-
-/// The GPU minors of `node` in gres.conf order, or `None` when gres.conf names no GPU files for
-/// it. Lines with a `NodeName=` that does not include `node` are skipped.
-///
-/// # Errors
-/// A message when the file cannot be read or a `File=`/`NodeName=` value cannot be expanded.
-pub fn gres_minors(path: &Path, node: &str) -> Result<Option<Vec<u32>>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    gres_minors_from(&text, node).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// [`gres_minors`] over the text, read by the engine's gres.conf parser
-/// ([`gres_conf_parse::parse_if_any`], which records each `File=` path's minor).
-///
-/// # Errors
-/// A message naming the line when the file is malformed (the parser's checks: `File=`,
-/// `NodeName=`, `Cores=`, `Links=`), or naming the GPU whose `File=` path does not end in a
-/// minor number.
-pub fn gres_minors_from(text: &str, node: &str) -> Result<Option<Vec<u32>>, String> {
-    let Some(topo) = gres_conf_parse::parse_if_any(text, Some(node)).map_err(|e| e.to_string())?
-    else {
-        return Ok(None);
+    let system = match fake {
+        Some(t) => Some(gres_conf::parse_fake_gpus(t).map_err(|e| format!("fake_gpus.conf {e}"))?),
+        None if conf.autodetects_nvml() => Some(nvml_records(devices)),
+        None => None,
     };
-    topo.gpus()
+    let conf_gpus = if conf.gpus.is_empty() {
+        // slurm.conf's Gres= count: File-less records that take the system devices in order.
+        vec![
+            Record {
+                file: None,
+                type_name: None,
+                links: None
+            };
+            system.as_ref().map_or(0, Vec::len)
+        ]
+    } else {
+        conf.gpus
+    };
+    let order = identity::slurm_order(conf_gpus, system);
+    for i in &order.ignored {
+        notes.push(format!(
+            "Slurm ignores the gres.conf GPU File={}: {}",
+            i.record.file.as_deref().unwrap_or("(none)"),
+            i.why
+        ));
+    }
+    let files: Vec<Option<String>> = order.gpus.into_iter().map(|r| r.file).collect();
+    let minors: Vec<Option<u32>> = files
         .iter()
-        .map(|g| {
-            g.minor.ok_or_else(|| {
-                format!(
-                    "File: GPU {}'s path does not end in a minor number",
-                    g.index
-                )
-            })
+        .map(|f| f.as_deref().and_then(&minor))
+        .collect();
+    let nvml: Vec<Option<u32>> = devices.iter().map(|d| d.minor).collect();
+    let lost: Vec<bool> = devices.iter().map(|d| d.lost).collect();
+    let owners = assign(&files, &minors, &nvml, &lost)?;
+    let slots = files
+        .into_iter()
+        .zip(minors)
+        .zip(owners)
+        .map(|((file, minor), nvml)| Slot { file, minor, nvml })
+        .collect();
+    Ok(Mapping { slots, notes })
+}
+
+/// The system list NVML's autodetection builds (`gpu_nvml.c`): one device per NVML index,
+/// `File=/dev/nvidia<minor>`, `Links=` with -1 at the NVML index. A device whose minor cannot
+/// be read is not detected.
+fn nvml_records(devices: &[Device]) -> Vec<Record> {
+    devices
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| d.minor.map(|m| (i, m, d)))
+        .map(|(i, m, d)| Record {
+            file: Some(format!("/dev/nvidia{m}")),
+            type_name: d.type_name.clone(),
+            links: Some(identity::links_string(devices.len(), i, |j| {
+                d.nvlinks
+                    .as_ref()
+                    .and_then(|l| l.get(j).copied())
+                    .unwrap_or(0)
+            })),
         })
-        .collect::<Result<Vec<u32>, String>>()
-        .map(Some)
+        .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use gputopo_core::topology::gres_conf_parse::expand_hostlist as expand;
-
-    #[test]
-    fn sorts_by_minor_and_fills_the_lost_gap() {
-        let s = map(&[Some(7), Some(6), None, Some(4)], None);
-        // minors 4,6,7 known; 4 GPUs, so 0..4 has gaps 0,1,2,3 minus {}: ambiguous → appended
-        assert_eq!(
-            s.last(),
-            Some(&Slot {
-                minor: None,
-                nvml: Some(2)
-            })
-        );
-        let s = map(&[Some(0), Some(1), None, Some(3)], None);
-        assert_eq!(
-            s.iter().map(|s| (s.minor, s.nvml)).collect::<Vec<_>>(),
-            vec![
-                (Some(0), Some(0)),
-                (Some(1), Some(1)),
-                (Some(2), Some(2)),
-                (Some(3), Some(3))
-            ]
-        );
+/// For each Slurm GPU (device minor `slurm[i]`), the NVML device with that minor. Devices
+/// whose minor is unknown fill the Slurm GPUs no device claimed only when that cannot name the
+/// wrong GPU: one device for one GPU, or as many lost devices (`lost[k]`, all judged the same:
+/// `gpu_lost`) as free GPUs.
+///
+/// # Errors
+/// A Slurm GPU without a minor, a minor named twice on either side.
+pub fn assign(
+    files: &[Option<String>],
+    slurm: &[Option<u32>],
+    nvml: &[Option<u32>],
+    lost: &[bool],
+) -> Result<Vec<Option<usize>>, String> {
+    for (i, m) in slurm.iter().enumerate() {
+        let Some(m) = m else {
+            return Err(format!(
+                "Slurm's GPU {i} (File={}) names no device minor, so its device is unknown",
+                files[i].as_deref().unwrap_or("(none)")
+            ));
+        };
+        if slurm[..i].contains(&Some(*m)) {
+            return Err(format!("two of Slurm's GPUs name device minor {m}"));
+        }
     }
-
-    #[test]
-    fn follows_gres_conf_order() {
-        let s = map(&[Some(0), Some(1), None], Some(&[1, 2, 0]));
-        assert_eq!(
-            s.iter().map(|s| s.nvml).collect::<Vec<_>>(),
-            vec![Some(1), Some(2), Some(0)]
-        );
-        let s = map(&[Some(0)], Some(&[0, 5]));
-        assert_eq!(
-            s[1],
-            Slot {
-                minor: Some(5),
-                nvml: None
-            }
-        );
+    for (k, m) in nvml.iter().enumerate() {
+        if m.is_some() && nvml[..k].contains(m) {
+            return Err(format!("two NVML devices report minor {}", m.unwrap_or(0)));
+        }
     }
+    let mut owners: Vec<Option<usize>> = slurm
+        .iter()
+        .map(|m| nvml.iter().position(|x| x.is_some() && x == m))
+        .collect();
+    let unknown: Vec<usize> = (0..nvml.len()).filter(|&k| nvml[k].is_none()).collect();
+    let empty: Vec<usize> = (0..owners.len()).filter(|&s| owners[s].is_none()).collect();
+    let alike = unknown
+        .iter()
+        .all(|&k| lost.get(k).copied().unwrap_or(false));
+    if unknown.len() == empty.len() && (unknown.len() == 1 || alike) {
+        for (s, k) in empty.into_iter().zip(unknown) {
+            owners[s] = Some(k);
+        }
+    }
+    Ok(owners)
+}
 
-    #[test]
-    fn reads_gres_conf_for_this_node() {
-        let text = "AutoDetect=off\nNodeName=n[1-2] Name=gpu File=/dev/nvidia[2-3]\n\
-                    NodeName=n3 Name=gpu File=/dev/nvidia9\nName=gpu Type=x File=/tmp/d/nvidia0\n\
-                    Name=mps Count=100\n";
-        assert_eq!(gres_minors_from(text, "n2").unwrap(), Some(vec![2, 3, 0]));
-        assert_eq!(gres_minors_from(text, "n3").unwrap(), Some(vec![9, 0]));
-        assert_eq!(gres_minors_from("Name=mps\n", "n3").unwrap(), None);
-        assert!(gres_minors_from("Name=gpu File=/dev/nvidia\n", "x").is_err());
-        assert_eq!(
-            expand("a,n[08-10]x").unwrap(),
-            vec!["a", "n08x", "n09x", "n10x"]
-        );
-        assert!(expand("n[1-").is_err());
+/// The minor of device file `path`: the character device's own when it exists, else the
+/// number the path ends in.
+pub fn device_minor(path: &str) -> Option<u32> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    match std::fs::metadata(path) {
+        Ok(md) if md.file_type().is_char_device() => Some(identity::minor_of_rdev(md.rdev())),
+        _ => minor_of(path),
     }
 }
 
 #[cfg(test)]
-mod fuzz {
-    use super::*;
-    use gputopo_core::topology::gres_conf_parse::expand_hostlist as expand;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn gres_conf_and_lists_never_panic(s in "\\PC{0,200}") {
-            let _ = gres_minors_from(&s, "n1");
-            let _ = expand(&s);
-        }
-
-        #[test]
-        fn near_misses_never_panic(
-            pre in "[a-z/]{0,6}", a in "[0-9]{0,3}", b in "[0-9-]{0,4}", post in "[\\]\\[,]{0,2}",
-        ) {
-            let list = format!("{pre}[{a}-{b}]{post}");
-            let _ = expand(&list);
-            let _ = gres_minors_from(&format!("NodeName={list} Name=gpu File=/dev/{list}\n"), "n1");
-        }
-
-        #[test]
-        fn mapping_is_a_permutation(minors in proptest::collection::vec(proptest::option::of(0u32..12), 0..10)) {
-            let slots = map(&minors, None);
-            let mut seen: Vec<usize> = slots.iter().filter_map(|s| s.nvml).collect();
-            seen.sort_unstable();
-            let before = seen.len();
-            seen.dedup();
-            prop_assert_eq!(before, seen.len(), "an NVML device appears twice");
-        }
-    }
-}
+mod tests;

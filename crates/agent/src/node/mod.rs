@@ -20,3 +20,4 @@ pub mod publish;
 pub mod report;
 pub mod settings;
 pub mod topology;
+pub mod xid_state;

@@ -12,7 +12,8 @@
 //!
 //! All scontrol calls together are bounded by `PublishTimeoutSec`; a call still running then is
 //! killed. Exit codes: 0 Extra is up to date (written, or already current); 1 usage or
-//! configuration error; 5 refused to overwrite a non-JSON `Extra`; 6 scontrol failed or timed out.
+//! configuration error; 5 refused to overwrite a non-JSON `Extra`; 6 scontrol failed or timed out;
+//! 7 Slurm's GPUs cannot be tied to NVML devices (nothing published, see `mapping`).
 //! NVML problems are not publish failures: they are published (`unknown` GPUs, `e` reasons).
 
 use super::report;
@@ -32,7 +33,7 @@ pub const EXIT_SCONTROL: i32 = 6;
 #[command(
     after_help = "Exit codes: 0 Extra is up to date (written or unchanged); 1 usage or configuration error; \
 5 refused to overwrite a non-JSON Extra (an administrator's value); 6 scontrol failed or timed out \
-(PublishTimeoutSec). NVML problems are published as `unknown` GPUs, not failures. Never drains for \
+(PublishTimeoutSec); 7 Slurm's GPUs cannot be tied to NVML devices (not published). NVML problems are published as `unknown` GPUs, not failures. Never drains for \
 one GPU; DrainWhenAllFaulty=yes drains only when every GPU is faulty. See docs/agent.md."
 )]
 pub struct Args {
@@ -53,9 +54,15 @@ pub struct Args {
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let s = Settings::load(args.node.clone())?;
-    let r = report::collect(&s, true);
+    let r = report::collect_with(&s, true, !args.dry_run);
     r.print_notes();
-    let health = r.health();
+    if r.refusal.is_some() {
+        // Publishing under a guessed index could name a healthy GPU faulty and hand the
+        // faulty one to a job; the Extra already there stays.
+        eprintln!("gputopo: publish: node {}: not publishing", s.node);
+        return Ok(report::EXIT_IDENTITY);
+    }
+    let mut health = r.health();
     let a = &s.config.agent;
     let deadline = Instant::now() + Duration::from_secs(a.publish_timeout_sec);
     let scontrol = args
@@ -74,17 +81,47 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let (current, state) = match &args.current_extra {
         Some(e) => (e.clone(), String::new()),
         None => match sc.run(&["show", "node", &s.node]) {
-            Ok(out) => (
-                field(&out, "Extra").unwrap_or_default(),
-                field(&out, "State").unwrap_or_default(),
-            ),
+            Ok(out) => {
+                // Slurm keeps at most the configured count (slurm.conf Gres=) of a gres.conf's
+                // GPUs; a list of another length is not Slurm's, and its indices may be off.
+                let configured = field(&out, "Gres").and_then(|g| configured_gpus(&g));
+                if let Some(n) = configured.filter(|&n| n != health.gpus.len()) {
+                    eprintln!(
+                        "gputopo: error: node {} has {n} GPUs configured in slurm.conf (Gres=) but \
+                         gres.conf gives {} in Slurm's order; not publishing",
+                        s.node,
+                        health.gpus.len()
+                    );
+                    return Ok(report::EXIT_IDENTITY);
+                }
+                (
+                    field(&out, "Extra").unwrap_or_default(),
+                    field(&out, "State").unwrap_or_default(),
+                )
+            }
             Err(e) => {
                 eprintln!("gputopo: publish: reading node {}: {e}", s.node);
                 return Ok(EXIT_SCONTROL);
             }
         },
     };
-    let merged = match merge_extra(&current, &health) {
+    // Keep the published time while nothing changed and it is fresh enough, so an unchanged
+    // report is not rewritten at every check, yet its age stays within PublishRefreshSec.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let fresh = gputopo_core::health::parse_extra(&current)
+        .ok()
+        .flatten()
+        .and_then(|h| h.time)
+        .filter(|&t| t <= now && now - t < a.publish_refresh_sec);
+    health.time = fresh.or(Some(now));
+    let mut merged = merge_extra(&current, &health);
+    if merged.as_deref().is_ok_and(|m| m != current.trim()) && fresh.is_some() {
+        health.time = Some(now);
+        merged = merge_extra(&current, &health);
+    }
+    let merged = match merged {
         Ok(m) => m,
         Err(e) => {
             eprintln!("gputopo: publish: node {}: {e}", s.node);
@@ -147,6 +184,27 @@ fn summary(h: &gputopo_core::health::NodeHealth) -> String {
 
 /// The value of `Key=` in `scontrol show node` output. `Extra=` (and `Reason=`, `Comment=`) sit on
 /// a line of their own and run to its end, spaces included; other keys end at whitespace.
+/// The number of GPUs in a node's `Gres=` (`gpu:l40s:8(S:0-1)`, `gpu:a:4,gpu:b:4,mps:100`),
+/// `None` when it names no GPU or a count does not parse.
+pub fn configured_gpus(gres: &str) -> Option<usize> {
+    let mut plain = String::with_capacity(gres.len());
+    let mut depth = 0u32;
+    for c in gres.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => plain.push(c),
+            _ => {}
+        }
+    }
+    let mut total = None;
+    for item in plain.split(',').filter(|i| i.starts_with("gpu")) {
+        let n: usize = item.rsplit(':').next()?.parse().ok()?;
+        total = Some(total.unwrap_or(0) + n);
+    }
+    total
+}
+
 pub fn field(show: &str, key: &str) -> Option<String> {
     let prefix = format!("{key}=");
     for line in show.lines() {
@@ -225,7 +283,7 @@ impl Scontrol {
 
 #[cfg(test)]
 mod tests {
-    use super::field;
+    use super::{configured_gpus, field};
 
     #[test]
     fn reads_extra_and_state_from_show_node() {
@@ -234,5 +292,15 @@ mod tests {
         assert_eq!(field(show, "Extra").as_deref(), Some("{\"a\": \"b c\"}"));
         assert_eq!(field(show, "State").as_deref(), Some("IDLE+DRAIN"));
         assert_eq!(field("NodeName=n1\n", "Extra"), None);
+    }
+
+    #[test]
+    fn counts_configured_gpus() {
+        assert_eq!(configured_gpus("gpu:l40s:8(S:0-1)"), Some(8));
+        assert_eq!(configured_gpus("gpu:a:4(S:0,1),gpu:b:2,mps:100"), Some(6));
+        assert_eq!(configured_gpus("gpu:3"), Some(3));
+        assert_eq!(configured_gpus("mps:100"), None);
+        assert_eq!(configured_gpus("gpu:a:x"), None);
+        assert_eq!(configured_gpus("(null)"), None);
     }
 }

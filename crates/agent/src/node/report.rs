@@ -4,7 +4,9 @@
 use super::mapping;
 use super::probe::{self, Identity, NodeReading, Request};
 use super::settings::Settings;
-use gputopo_core::health::{GpuHealth, NodeHealth, Reason, Status, judge};
+use super::xid_state;
+use gputopo_core::health::sticky::StickyPolicy;
+use gputopo_core::health::{Device, GpuHealth, NodeHealth, Reading, Reason, Status, judge};
 use gputopo_core::topology::{Gpu, NodeTopology, PcieLevel};
 use std::time::Duration;
 
@@ -17,12 +19,16 @@ pub const EXIT_PARTIAL: i32 = 3;
 /// Exit code: some GPU `faulty`, every GPU read.
 pub const EXIT_FAULTY: i32 = 4;
 
+/// Exit code: Slurm's GPUs cannot be tied to NVML devices (see `mapping`); nothing published.
+pub const EXIT_IDENTITY: i32 = 7;
+
 /// Exit codes and index order, for `--help`.
-pub const EXIT_HELP: &str = "GPUs are numbered like Slurm: in the order of gres.conf File= paths \
-(else by device minor), mapped from NVML through the minor number.\n\
+pub const EXIT_HELP: &str = "GPUs are numbered like Slurm: Slurm's own order from gres.conf, \
+fake_gpus.conf or AutoDetect=nvml (else NVML order), each tied to its NVML device by device minor.\n\
 Exit codes: 0 every GPU read, none faulty; 1 usage or configuration error; 2 NVML unavailable \
 (no library, driver not loaded, init failed or timed out); 3 some GPU unknown (timeout, failed \
-query, missing device); 4 some GPU faulty. See docs/agent.md.";
+query, missing device); 4 some GPU faulty; 7 Slurm's GPUs cannot be tied to NVML devices \
+(nothing published). See docs/agent.md.";
 
 /// One GPU in Slurm's order.
 #[derive(Clone, Debug)]
@@ -48,38 +54,55 @@ pub struct NodeReport {
     pub topology: Option<NodeTopology>,
     /// Warnings for stderr.
     pub notes: Vec<String>,
+    /// Why Slurm's GPUs could not be tied to NVML devices; nothing may be published then.
+    pub refusal: Option<String>,
 }
 
-/// Reads and judges the node.
+/// Reads and judges the node, remembered XIDs included (the state is only read).
 pub fn collect(s: &Settings, topology: bool) -> NodeReport {
+    collect_with(s, topology, false)
+}
+
+/// [`collect`]; with `remember` the XIDs of this check are recorded in the state file (what
+/// the health check, `publish`, does).
+pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport {
     let a = &s.config.agent;
-    let reading = probe::read(&Request {
+    let mut reading = probe::read(&Request {
         library: s.library.clone(),
         timeout: Duration::from_millis(a.nvml_timeout_ms),
         xid_wait: Duration::from_millis(a.xid_wait_ms),
         topology,
     });
     let mut notes = Vec::new();
-    let gres = match mapping::gres_minors(&s.gres_conf, &s.node) {
-        Ok(g) => g,
+    apply_sticky_xids(s, &mut reading, remember, &mut notes);
+    let devices = devices(&reading);
+    let mapping = match mapping::map_node(&s.gres_conf, &s.node, &devices) {
+        Ok(m) => m,
         Err(e) => {
-            if s.gres_conf.exists() {
-                notes.push(format!("ignoring gres.conf for the index mapping: {e}"));
-            }
-            None
+            return NodeReport {
+                reading,
+                gpus: Vec::new(),
+                topology: None,
+                notes,
+                refusal: Some(e),
+            };
         }
     };
+    notes.extend(mapping.notes);
+    let slots = mapping.slots;
     if let Some((r, detail)) = &reading.failure {
         notes.push(format!("NVML ({}): {detail}", s.library.to_string_lossy()));
-        let gpus = gres
-            .unwrap_or_default()
-            .into_iter()
+        let gpus = slots
+            .iter()
             .enumerate()
-            .map(|(i, m)| SlurmGpu {
+            .map(|(i, slot)| SlurmGpu {
                 nvml: None,
-                minor: Some(m),
+                minor: slot.minor,
                 ident: Identity::default(),
-                verdict: GpuHealth::from_reasons(i, vec![r.clone()]),
+                verdict: GpuHealth {
+                    device: Device::new(slot.minor, None),
+                    ..GpuHealth::from_reasons(i, vec![r.clone()])
+                },
             })
             .collect();
         return NodeReport {
@@ -87,16 +110,24 @@ pub fn collect(s: &Settings, topology: bool) -> NodeReport {
             gpus,
             topology: None,
             notes,
+            refusal: None,
         };
     }
-    let minors: Vec<Option<u32>> = reading.gpus.iter().map(|g| g.ident.minor).collect();
-    let slots = mapping::map(&minors, gres.as_deref());
     let mut gpus = Vec::with_capacity(slots.len());
     for (i, slot) in slots.iter().enumerate() {
-        let verdict = match slot.nvml {
+        let mut verdict = match slot.nvml {
             Some(n) => judge(i, &reading.gpus[n].evidence, &a.health),
             None => GpuHealth::from_reasons(i, vec![Reason::NotInNvml]),
         };
+        // The bus id only of a device identified by its minor (not of a lost one slotted in),
+        // and only where an administrator needs it (not ok), to keep Extra compact.
+        let bus = slot
+            .nvml
+            .map(|n| &reading.gpus[n].ident)
+            .filter(|id| id.minor.is_some() && id.minor == slot.minor)
+            .filter(|_| verdict.status != Status::Ok)
+            .and_then(|id| id.bus_id.as_deref());
+        verdict.device = Device::new(slot.minor, bus);
         gpus.push(SlurmGpu {
             nvml: slot.nvml,
             minor: slot.minor,
@@ -123,13 +154,89 @@ pub fn collect(s: &Settings, topology: bool) -> NodeReport {
         gpus,
         topology,
         notes,
+        refusal: None,
     }
+}
+
+/// Adds the XIDs still held for each device (`gputopo_core::health::sticky`) to its evidence;
+/// with `remember`, records this check and saves the state when it changed.
+fn apply_sticky_xids(s: &Settings, r: &mut NodeReading, remember: bool, notes: &mut Vec<String>) {
+    let a = &s.config.agent;
+    let path = xid_state::path(a.state_dir.as_deref(), &s.node);
+    let (mut memory, note) = xid_state::load(&path);
+    notes.extend(note);
+    let before = memory.clone();
+    let policy = StickyPolicy {
+        hold_sec: a.xid_sticky_sec,
+        clear_checks: a.xid_clear_checks,
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for g in &mut r.gpus {
+        let Some(key) = g.ident.uuid.clone().or_else(|| g.ident.bus_id.clone()) else {
+            continue;
+        };
+        if remember {
+            let seen: Option<Vec<u32>> = g.evidence.xids.value().map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|x| !a.health.ignored_xids.contains(x))
+                    .collect()
+            });
+            memory.record(&key, seen.as_deref(), now, policy);
+        }
+        let held = memory.held(&key);
+        if !held.is_empty() {
+            let mut all = g.evidence.xids.value().cloned().unwrap_or_default();
+            all.extend_from_slice(held);
+            all.sort_unstable();
+            all.dedup();
+            g.evidence.xids = Reading::Value(all);
+        }
+    }
+    if remember && memory != before {
+        if let Err(e) = xid_state::save(&path, &memory) {
+            notes.push(e);
+        }
+    }
+}
+
+/// What the mapping needs of each NVML device: minor, Slurm type, direct NVLinks per device.
+fn devices(r: &NodeReading) -> Vec<mapping::Device> {
+    let bus: Vec<Option<String>> = r
+        .gpus
+        .iter()
+        .map(|g| g.ident.bus_id.as_deref().map(norm_bus))
+        .collect();
+    r.gpus
+        .iter()
+        .map(|g| mapping::Device {
+            lost: g.evidence.lost,
+            minor: g.ident.minor,
+            type_name: g.ident.name.as_deref().map(gres_type),
+            nvlinks: g.links.as_ref().map(|l| {
+                bus.iter()
+                    .map(|b| {
+                        l.iter()
+                            .filter(|e| {
+                                e.kind == super::nvml_raw::RemoteKind::Gpu
+                                    && Some(norm_bus(&e.remote_bus)) == *b
+                            })
+                            .count() as u32
+                    })
+                    .collect()
+            }),
+        })
+        .collect()
 }
 
 impl NodeReport {
     /// The exit code (see the module docs of `node`).
     pub fn exit_code(&self) -> i32 {
-        if self.reading.failure.is_some() {
+        if self.refusal.is_some() {
+            EXIT_IDENTITY
+        } else if self.reading.failure.is_some() {
             EXIT_NO_NVML
         } else if self
             .gpus
@@ -166,6 +273,9 @@ impl NodeReport {
     pub fn print_notes(&self) {
         for n in &self.notes {
             eprintln!("gputopo: warning: {n}");
+        }
+        if let Some(e) = &self.refusal {
+            eprintln!("gputopo: error: cannot tell which NVML device is which Slurm GPU: {e}");
         }
     }
 }

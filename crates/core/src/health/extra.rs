@@ -12,15 +12,19 @@
 //!   "links":[[0,18,...],[18,0,...],...],     optional: NVLinks per pair, NVSwitch applied
 //!   "pcie":[[0,1,3,...],...],                optional: PCIe level per pair, 0=SB 1=PIX 2=PXB
 //!                                            3=PHB 4=NODE 5=SYS
-//!   "e":["driver_not_loaded"]}}              optional: node-level problems
+//!   "e":["driver_not_loaded"],               optional: node-level problems
+//!   "t":1764583200}}                         optional: when the agent wrote it (Unix s)
 //! ```
 //!
 //! - `v`: format version. Readers reject other versions; writers bump it only for incompatible
 //!   changes (new optional fields and new reason tokens keep `v`: 1, and readers ignore unknown
 //!   fields and keep unknown reason tokens as [`Reason::Other`]).
-//! - `gpus[].i`: Slurm GRES index (the order of `File=` in gres.conf, mapped from NVML through the
-//!   device minor number); `s`: `ok`|`degraded`|`unknown`|`faulty`; `r`: reason tokens (absent
+//! - `gpus[].i`: Slurm GRES index (Slurm's own GPU order, `crate::identity`, tied to the NVML
+//!   device through the device minor number); `s`: `ok`|`degraded`|`unknown`|`faulty`; `r`: reason tokens (absent
 //!   when empty). GPUs the agent could not see at all are absent, or listed `unknown`.
+//! - `gpus[].m`, `gpus[].b` (optional): the device the verdict is about, its minor
+//!   (`/dev/nvidiaN`) and (the agent writes it for GPUs that are not ok) its PCI bus id in
+//!   short form (`3d:00.0`), for administrators.
 //! - `links`/`pcie`: `n`×`n` matrices in GRES index order (diagonal 0), `n` = number of GPUs.
 //!
 //! [`parse_extra`] is what slurmctld runs (through the select plugin) for every node it
@@ -113,6 +117,8 @@ pub struct NodeHealth {
     pub pcie: Option<LinkMatrix>,
     /// Node-level problems (e.g. `driver_not_loaded`), empty when none.
     pub errors: Vec<Reason>,
+    /// When the agent wrote this (Unix seconds), if it said.
+    pub time: Option<u64>,
 }
 
 impl NodeHealth {
@@ -132,6 +138,7 @@ impl NodeHealth {
             links,
             pcie,
             errors,
+            time: None,
         }
     }
 
@@ -191,6 +198,8 @@ impl NodeHealth {
                     i: g.index,
                     s: g.status,
                     r: g.reasons.clone(),
+                    m: g.device.minor,
+                    b: g.device.bus.clone(),
                 })
                 .collect(),
             links: self
@@ -202,6 +211,7 @@ impl NodeHealth {
                 .as_ref()
                 .map(|m| m.rows().iter().map(|r| r.to_vec()).collect()),
             e: self.errors.clone(),
+            t: self.time,
         };
         serde_json::to_string(&wire).unwrap_or_else(|_| String::from("{}"))
     }
@@ -259,6 +269,10 @@ pub fn parse_extra(extra: &str) -> Result<Option<NodeHealth>, ExtraError> {
             index: g.i,
             status: g.s,
             reasons: g.r,
+            device: super::Device {
+                minor: g.m,
+                bus: g.b,
+            },
         });
     }
     gpus.sort_by_key(|g| g.index);
@@ -286,6 +300,7 @@ pub fn parse_extra(extra: &str) -> Result<Option<NodeHealth>, ExtraError> {
         links,
         pcie,
         errors: w.e,
+        time: w.t,
     }))
 }
 
@@ -357,6 +372,9 @@ mod wire {
         pub pcie: Option<Vec<Vec<u8>>>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pub e: Vec<Reason>,
+        /// When the agent wrote it (Unix seconds; optional).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub t: Option<u64>,
     }
 
     #[derive(serde::Serialize, serde::Deserialize)]
@@ -365,6 +383,12 @@ mod wire {
         pub s: Status,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pub r: Vec<Reason>,
+        /// Device minor (optional, informational).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub m: Option<u32>,
+        /// PCI bus id, short form (optional, informational).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub b: Option<String>,
     }
 }
 

@@ -1,0 +1,190 @@
+use super::*;
+
+/// pcie8: NVML device i is /dev/nvidia(7-i).
+fn pcie8() -> Vec<Device> {
+    (0..8)
+        .map(|i| Device {
+            minor: Some(7 - i),
+            type_name: Some("nvidia_l40s".into()),
+            nvlinks: Some(vec![0; 8]),
+            lost: false,
+        })
+        .collect()
+}
+
+fn fake_pcie8() -> String {
+    (0..8usize)
+        .map(|i| {
+            format!(
+                "l40s|32|0-31|{}|/dev/nvidia{}\n",
+                identity::links_string(8, i, |_| 0),
+                7 - i
+            )
+        })
+        .collect()
+}
+
+fn nvml_of(m: &Mapping) -> Vec<Option<usize>> {
+    m.slots.iter().map(|s| s.nvml).collect()
+}
+
+#[test]
+fn fake_gpus_conf_puts_nvidia5_at_slurm_index_2() {
+    let m = map_texts(
+        Some("Name=gpu Type=l40s File=/dev/nvidia[0-7]\n"),
+        Some(&fake_pcie8()),
+        "n1",
+        &pcie8(),
+        minor_of,
+    )
+    .unwrap();
+    assert_eq!(m.slots[2].file.as_deref(), Some("/dev/nvidia5"));
+    assert_eq!(m.slots[2].nvml, Some(2));
+    assert_eq!(nvml_of(&m), (0..8).map(Some).collect::<Vec<_>>());
+    // Without fake_gpus.conf the same gres.conf is Slurm's order: /dev/nvidia2 first... third.
+    let m = map_texts(
+        Some("Name=gpu Type=l40s File=/dev/nvidia[0-7]\n"),
+        None,
+        "n1",
+        &pcie8(),
+        minor_of,
+    )
+    .unwrap();
+    assert_eq!(m.slots[2].nvml, Some(5));
+}
+
+#[test]
+fn autodetect_nvml_uses_nvml_order_and_reports_ignored_links() {
+    let conf = "AutoDetect=nvml\nName=gpu Type=l40s File=/dev/nvidia[0-7]\n";
+    let m = map_texts(Some(conf), None, "n1", &pcie8(), minor_of).unwrap();
+    assert_eq!(nvml_of(&m), (0..8).map(Some).collect::<Vec<_>>());
+    assert!(m.notes.is_empty());
+    // Links= written in minor order: Slurm drops every GPU, and the agent says so.
+    let conf: String = std::iter::once("AutoDetect=nvml\n".to_string())
+        .chain((0..8).map(|k| {
+            format!(
+                "Name=gpu File=/dev/nvidia{k} Links={}\n",
+                identity::links_string(8, k, |_| 0)
+            )
+        }))
+        .collect();
+    let m = map_texts(Some(&conf), None, "n1", &pcie8(), minor_of).unwrap();
+    assert!(m.slots.is_empty());
+    assert_eq!(m.notes.len(), 8, "{:?}", m.notes);
+}
+
+#[test]
+fn no_gpu_lines_means_nvml_order() {
+    let m = map_texts(Some("Name=mps Count=100\n"), None, "n1", &pcie8(), minor_of).unwrap();
+    assert_eq!(nvml_of(&m), (0..8).map(Some).collect::<Vec<_>>());
+    assert_eq!(m.slots[0].file.as_deref(), Some("/dev/nvidia7"));
+    let m = map_texts(None, Some(&fake_pcie8()), "n1", &pcie8(), minor_of).unwrap();
+    assert_eq!(nvml_of(&m), (0..8).map(Some).collect::<Vec<_>>());
+}
+
+#[test]
+fn refuses_when_identity_is_unknown() {
+    let d = pcie8();
+    let e = map_texts(Some("Name=gpu Count=8\n"), None, "n1", &d, minor_of).unwrap_err();
+    assert!(e.contains("names no device minor"), "{e}");
+    let e = map_texts(
+        Some("Name=gpu File=/a/nvidia1,/b/nvidia1\n"),
+        None,
+        "n1",
+        &d,
+        minor_of,
+    )
+    .unwrap_err();
+    assert!(e.contains("minor 1"), "{e}");
+    let mut twice = pcie8();
+    twice[1].minor = Some(7);
+    let e = map_texts(
+        Some("Name=gpu File=/dev/nvidia[0-7]\n"),
+        None,
+        "n1",
+        &twice,
+        minor_of,
+    )
+    .unwrap_err();
+    assert!(e.contains("two NVML devices"), "{e}");
+    assert!(
+        map_texts(
+            Some("Name=gpu File=/dev/nvidia[0-\n"),
+            None,
+            "n1",
+            &d,
+            minor_of
+        )
+        .is_err()
+    );
+    assert!(map_texts(None, Some("x|y\n"), "n1", &d, minor_of).is_err());
+}
+
+#[test]
+fn a_lost_device_takes_the_one_free_slot_only() {
+    let plain = |d: &[Device]| {
+        map_texts(
+            Some("Name=gpu File=/dev/nvidia[0-7]\n"),
+            None,
+            "n1",
+            d,
+            minor_of,
+        )
+        .unwrap()
+    };
+    let mut d = pcie8();
+    d[3].minor = None;
+    assert_eq!(plain(&d).slots[4].nvml, Some(3), "minor 4 was NVML 3's");
+    d[4].minor = None;
+    let m = plain(&d);
+    assert_eq!(
+        m.slots[3].nvml, None,
+        "two unknown devices: which is which is not known"
+    );
+    assert_eq!(m.slots[4].nvml, None);
+    // Unless both are lost: then either way round both GPUs are faulty / gpu_lost.
+    d[3].lost = true;
+    d[4].lost = true;
+    let m = plain(&d);
+    assert_eq!((m.slots[3].nvml, m.slots[4].nvml), (Some(3), Some(4)));
+    // A gres.conf GPU without a device, and a device not in gres.conf.
+    let m = map_texts(
+        Some("Name=gpu File=/dev/nvidia[6-9]\n"),
+        None,
+        "n1",
+        &pcie8(),
+        minor_of,
+    )
+    .unwrap();
+    assert_eq!(nvml_of(&m), vec![Some(1), Some(0), None, None]);
+}
+
+#[test]
+fn device_minor_prefers_the_device_node() {
+    assert_eq!(device_minor("/nonexistent/nvidia12"), Some(12));
+    // /dev/null is character device 1:3.
+    assert_eq!(device_minor("/dev/null"), Some(3));
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn never_panics_and_never_maps_a_device_twice(
+            g in "\\PC{0,200}",
+            f in proptest::option::of("[a-z0-9|,/()-]{0,80}"),
+            minors in proptest::collection::vec(proptest::option::of(0u32..12), 0..10),
+        ) {
+            let d: Vec<Device> = minors.iter().map(|&m| Device { minor: m, ..Device::default() }).collect();
+            if let Ok(m) = map_texts(Some(&g), f.as_deref(), "n1", &d, minor_of) {
+                let mut seen: Vec<usize> = m.slots.iter().filter_map(|s| s.nvml).collect();
+                let n = seen.len();
+                seen.sort_unstable();
+                seen.dedup();
+                prop_assert_eq!(n, seen.len());
+            }
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Sticky XIDs: what the agent remembers between health checks.
+//!
+//! NVML delivers an XID event once, to whoever is listening at that moment, and a health check
+//! listens only `XidWaitMs`. Without memory, a GPU that raised XID 79 ("fallen off the bus")
+//! would be faulty for one check and healthy again at the next. So each XID the policy does not
+//! ignore is remembered per device (keyed by UUID, else PCI bus id, never by index) and keeps
+//! counting as evidence until **both**: `XidStickySec` have passed since it was last seen, and
+//! `XidClearChecks` health checks in a row read the GPU's events and saw none. A check that
+//! could not read the GPU's events does not count as clean.
+//!
+//! The state is a small JSON file the agent owns (`StateDir`); [`XidMemory::parse`] rejects
+//! anything malformed, and the agent then starts afresh and says so.
+
+use std::collections::BTreeMap;
+
+/// How long XIDs stick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StickyPolicy {
+    /// Seconds an XID holds after it was last seen.
+    pub hold_sec: u64,
+    /// Clean checks in a row needed as well.
+    pub clear_checks: u32,
+}
+
+/// One device's remembered XIDs.
+#[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Remembered {
+    /// The XIDs seen (sorted, unique).
+    pub xids: Vec<u32>,
+    /// When one was last seen (Unix seconds).
+    pub last: u64,
+    /// Clean checks in a row since.
+    pub clean: u32,
+}
+
+/// Remembered XIDs by device key.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct XidMemory {
+    /// Device key (UUID or bus id) → what is remembered.
+    pub gpus: BTreeMap<String, Remembered>,
+}
+
+/// Most devices and XIDs per device kept (bounds a hostile or runaway file).
+const MAX_DEVICES: usize = 1024;
+const MAX_XIDS: usize = 64;
+const VERSION: u32 = 1;
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Wire {
+    v: u32,
+    gpus: BTreeMap<String, Remembered>,
+}
+
+impl XidMemory {
+    /// Parses the state file.
+    ///
+    /// # Errors
+    /// Not JSON, another version, or more than the bounds allow.
+    pub fn parse(text: &str) -> Result<XidMemory, String> {
+        let w: Wire = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if w.v != VERSION {
+            return Err(format!("version {} (this gputopo reads {VERSION})", w.v));
+        }
+        if w.gpus.len() > MAX_DEVICES || w.gpus.values().any(|r| r.xids.len() > MAX_XIDS) {
+            return Err("too many entries".into());
+        }
+        Ok(XidMemory { gpus: w.gpus })
+    }
+
+    /// The state file's text.
+    pub fn to_json(&self) -> String {
+        let w = Wire {
+            v: VERSION,
+            gpus: self.gpus.clone(),
+        };
+        serde_json::to_string(&w).unwrap_or_else(|_| String::from("{}"))
+    }
+
+    /// The XIDs still held for device `key`.
+    pub fn held(&self, key: &str) -> &[u32] {
+        self.gpus.get(key).map_or(&[], |r| r.xids.as_slice())
+    }
+
+    /// Records one health check of device `key` at `now`: `seen` are the XIDs it raised that
+    /// the policy does not ignore, `None` when its events could not be read.
+    pub fn record(&mut self, key: &str, seen: Option<&[u32]>, now: u64, p: StickyPolicy) {
+        match seen {
+            Some(xids) if !xids.is_empty() => {
+                if !self.gpus.contains_key(key) && self.gpus.len() >= MAX_DEVICES {
+                    self.evict_oldest();
+                }
+                let r = self.gpus.entry(key.to_string()).or_default();
+                r.xids.extend_from_slice(xids);
+                r.xids.sort_unstable();
+                r.xids.dedup();
+                r.xids.truncate(MAX_XIDS);
+                r.last = now;
+                r.clean = 0;
+            }
+            Some(_) => {
+                let Some(r) = self.gpus.get_mut(key) else {
+                    return;
+                };
+                r.clean = r.clean.saturating_add(1);
+                if r.clean >= p.clear_checks && now.saturating_sub(r.last) >= p.hold_sec {
+                    self.gpus.remove(key);
+                }
+            }
+            None => {}
+        }
+    }
+
+    fn evict_oldest(&mut self) {
+        if let Some(k) = self
+            .gpus
+            .iter()
+            .min_by_key(|(_, r)| r.last)
+            .map(|(k, _)| k.clone())
+        {
+            self.gpus.remove(&k);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: StickyPolicy = StickyPolicy {
+        hold_sec: 100,
+        clear_checks: 3,
+    };
+
+    #[test]
+    fn holds_for_the_time_and_the_clean_checks() {
+        let mut m = XidMemory::default();
+        m.record("GPU-a", Some(&[79]), 1000, P);
+        assert_eq!(m.held("GPU-a"), &[79]);
+        // Three clean checks, but too soon.
+        for t in [1010, 1020, 1030] {
+            m.record("GPU-a", Some(&[]), t, P);
+        }
+        assert_eq!(m.held("GPU-a"), &[79]);
+        // Late enough; an unreadable check counts for nothing.
+        m.record("GPU-a", None, 1200, P);
+        assert_eq!(m.held("GPU-a"), &[79]);
+        m.record("GPU-a", Some(&[]), 1200, P);
+        assert!(m.held("GPU-a").is_empty());
+        // Time alone does not clear: the clean count restarts with every new XID.
+        m.record("GPU-b", Some(&[48]), 0, P);
+        m.record("GPU-b", Some(&[]), 500, P);
+        m.record("GPU-b", Some(&[94]), 600, P);
+        m.record("GPU-b", Some(&[]), 900, P);
+        m.record("GPU-b", Some(&[]), 901, P);
+        assert_eq!(m.held("GPU-b"), &[48, 94]);
+        m.record("GPU-b", Some(&[]), 902, P);
+        assert!(m.held("GPU-b").is_empty());
+    }
+
+    #[test]
+    fn round_trips_and_rejects_corruption() {
+        let mut m = XidMemory::default();
+        m.record("GPU-a", Some(&[79, 48, 79]), 7, P);
+        let back = XidMemory::parse(&m.to_json()).unwrap();
+        assert_eq!(back, m);
+        assert_eq!(back.held("GPU-a"), &[48, 79]);
+        for bad in [
+            "",
+            "{",
+            "null",
+            "{\"v\":2,\"gpus\":{}}",
+            "{\"v\":1,\"gpus\":{\"a\":{\"xids\":[-1]}}}",
+            "\u{0}\u{ff}",
+        ] {
+            assert!(XidMemory::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn bounded() {
+        let mut m = XidMemory::default();
+        for i in 0..(MAX_DEVICES as u64 + 5) {
+            m.record(&format!("GPU-{i}"), Some(&[79]), i, P);
+        }
+        assert_eq!(m.gpus.len(), MAX_DEVICES);
+        assert!(m.held("GPU-0").is_empty(), "the oldest is evicted");
+    }
+
+    mod fuzz {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn parse_never_panics(s in "\\PC{0,200}") {
+                let _ = XidMemory::parse(&s);
+            }
+        }
+    }
+}
