@@ -17,7 +17,7 @@ use gputopo_core::GpuSet;
 
 use crate::ffi;
 use crate::slurm::SlurmError;
-use crate::slurm::bitmap::{BitIndex, BitmapMut, BitmapRef, GpuIndex, NodeIndex};
+use crate::slurm::bitmap::{BitIndex, Bitmap, BitmapMut, BitmapRef, GpuIndex, NodeIndex};
 use crate::slurm::list::ListRef;
 
 /// The GRES name gputopo decides for.
@@ -194,6 +194,83 @@ impl JobGres<'_> {
             unsafe { BitmapMut::<GpuIndex>::from_raw(bits) }.ok_or(SlurmError::OutOfBounds {
                 index: node.0,
                 size: self.select_len(),
+            })?;
+        bits.write_gpu_set(set)
+    }
+}
+
+impl JobGres<'_> {
+    /// Gives a count-only selection its GPUs: on a node without GPU topology records,
+    /// cons_tres selects only a count (`gres_cnt_node_select[node]`, no bitmap) and Slurm's
+    /// commit takes the first free GPUs. Writing `set` (`width` bits, the node's GPU count)
+    /// into `gres_bit_select[node]` makes the commit take exactly `set` instead (its
+    /// "specific GRES already selected" branch), as for a node with topology.
+    ///
+    /// Invariant kept: `set` has `gres_cnt_node_select[node]` GPUs. The array and the bitmap
+    /// come from Slurm's allocator (xcalloc, bit_alloc) and are freed by Slurm with the job's
+    /// GRES state; an existing bitmap of another size is replaced (bit_free).
+    ///
+    /// # Errors
+    /// [`SlurmError::OutOfBounds`] when `node` is beyond the job's node count or `set` does
+    /// not fit `width`; [`SlurmError::UnexpectedValue`] when the count differs. Nothing is
+    /// written then.
+    pub fn write_count_only(
+        &mut self,
+        node: NodeIndex,
+        width: usize,
+        set: GpuSet,
+    ) -> Result<(), SlurmError> {
+        let n = self.select_len();
+        if node.0 >= n || set.iter().any(|g| g >= width) {
+            return Err(SlurmError::OutOfBounds {
+                index: node.0,
+                size: n,
+            });
+        }
+        if self.selected_count(node) != set.len() as u64 {
+            return Err(SlurmError::UnexpectedValue(set.len() as i64));
+        }
+        // SAFETY: the job gres state is live and only the hook touches it during the select
+        // call (see `job_requests`); no other reference to it exists while `js` is used.
+        let js = unsafe { &mut *self.js };
+        if js.gres_bit_select.is_null() {
+            // SAFETY: Slurm's allocator, zeroed (`clear`), aborting on OOM (`try` false); the
+            // array of total_node_cnt bitmap pointers that Slurm's gres code expects.
+            let array = unsafe {
+                ffi::slurm_xcalloc(
+                    n,
+                    std::mem::size_of::<*mut ffi::bitstr_t>(),
+                    true,
+                    false,
+                    c"gputopo".as_ptr(),
+                    0,
+                    c"write_count_only".as_ptr(),
+                )
+            };
+            js.gres_bit_select = array.cast();
+        }
+        // SAFETY: gres_bit_select now has total_node_cnt entries and node.0 < total_node_cnt.
+        let slot = unsafe { &mut *js.gres_bit_select.add(node.0) };
+        // SAFETY: the slot is null or a live bitmap owned by this job gres state.
+        let fits =
+            unsafe { BitmapRef::<GpuIndex>::from_raw(*slot) }.is_some_and(|b| b.len() == width);
+        if !fits {
+            if !slot.is_null() {
+                // SAFETY: a bitmap from Slurm's allocator owned by this state (bit_free
+                // wants a non-null one); it nulls the slot.
+                unsafe { ffi::slurm_bit_free(slot) };
+            }
+            let bits = Bitmap::<GpuIndex>::new(width).ok_or(SlurmError::OutOfBounds {
+                index: width,
+                size: width,
+            })?;
+            *slot = bits.into_raw();
+        }
+        // SAFETY: the live selection bitmap of this job on `node`, borrowed only here.
+        let mut bits =
+            unsafe { BitmapMut::<GpuIndex>::from_raw(*slot) }.ok_or(SlurmError::OutOfBounds {
+                index: node.0,
+                size: n,
             })?;
         bits.write_gpu_set(set)
     }

@@ -80,6 +80,10 @@ pub struct Opts {
     pub health_interval: u32,
     /// SlurmctldDebug=debug (the plugin's per-call lines are at debug level).
     pub debug: bool,
+    /// A gres.conf replacing the generated one, and the nodes' `Gres=` in slurm.conf
+    /// (`contrib/cluster.sh --gres-conf`/`--node-gres`: each line is written per node, `@DEV@`
+    /// being the node's fake device directory).
+    pub gres_conf: Option<(String, String)>,
 }
 
 impl Default for Opts {
@@ -95,6 +99,7 @@ impl Default for Opts {
             health_program: None,
             health_interval: 60,
             debug: false,
+            gres_conf: None,
         }
     }
 }
@@ -188,6 +193,16 @@ impl Cluster {
         }
         if opts.debug {
             args.push("--debug".into());
+        }
+        if let Some((conf, node_gres)) = &opts.gres_conf {
+            let f = dir.join("gres.conf.in");
+            std::fs::write(&f, conf).expect("write gres.conf for cluster.sh");
+            args.extend([
+                "--gres-conf".into(),
+                f.display().to_string(),
+                "--node-gres".into(),
+                node_gres.clone(),
+            ]);
         }
         let out = Command::new(repo().join("contrib/cluster.sh"))
             .args(&args)

@@ -10,6 +10,8 @@
 //!   because it would hand out a faulty GPU).
 //! - [`narrow`]: which nodes to offer cons_tres first, widening step by step, ending with the
 //!   full set so a runnable job never becomes unrunnable; plus the health pre-filter.
+//! - [`first_fit`]: the pick on a node whose topology Slurm does not know (cons_tres's own
+//!   first-fit order, minus what health rules out).
 //! - [`health_cache`]: per-node GPU health parsed from node `Extra`, parsed once per change.
 //!
 //! The GPU re-pick reaches the engine through the [`Placer`] trait, so its rules are tested
@@ -18,6 +20,7 @@
 //! [`crate::placement::RankKey`], so there is one node order, not two.
 
 mod engine_placer;
+pub mod first_fit;
 pub mod health_cache;
 pub mod narrow;
 pub mod repick;

@@ -115,13 +115,21 @@ fn steer(
         .filter(|f| !excluded.contains(&f.index))
         .cloned()
         .collect();
-    let mut tiers = if cfg.node_ranking && !whole && !call.preemption {
-        nodes::plan(st, &healthy, need, job.min_nodes(), &required)
+    // Nodes whose topology Slurm does not know are not ranked: like the nodes gputopo cannot
+    // model at all, they join the final try, where cons_tres alone decides.
+    let (ranked, unranked): (Vec<_>, Vec<_>) = healthy.into_iter().partition(|f| f.ranked);
+    // A required node outside the ranking would be missing from the narrowed tries.
+    let required_unranked = required
+        .iter()
+        .any(|r| opaque.contains(r) || unranked.iter().any(|f| f.index == *r));
+    let steer_nodes = cfg.node_ranking && !whole && !call.preemption && !required_unranked;
+    let mut tiers = if steer_nodes && !ranked.is_empty() {
+        nodes::plan(st, &ranked, need, job.min_nodes(), &required)
     } else {
-        vec![healthy.iter().map(|f| f.index).collect()]
+        vec![ranked.iter().map(|f| f.index).collect()]
     };
-    // The final try also holds the nodes gputopo cannot model (cons_tres alone decides).
     if let Some(last) = tiers.last_mut() {
+        last.extend(unranked.iter().map(|f| f.index));
         last.extend(opaque.iter().copied());
         last.sort_unstable();
     }

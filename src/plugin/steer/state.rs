@@ -6,14 +6,14 @@
 //! the hooks from its scheduler threads with its own locks held; the locks here are short and
 //! never held across a call into Slurm or cons_tres.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use gputopo_core::GpuSet;
 use gputopo_core::config::{Config, SelectConfig};
-use gputopo_core::health::{NodeHealth, Status, parse_extra};
+use gputopo_core::health::{NodeHealth, Parsed, Status, read_extra};
 use gputopo_core::placement::TopoHandle;
 use gputopo_core::placement::engine::Gputopo;
 use gputopo_core::steer::HealthMasks;
@@ -84,8 +84,10 @@ impl Stats {
 #[derive(Debug)]
 pub struct SteerState {
     config: RwLock<SelectConfig>,
-    health: Mutex<HealthCache<Arc<NodeHealth>>>,
+    health: Mutex<HealthCache<Arc<Parsed>>>,
     models: Mutex<HashMap<usize, ModelEntry>>,
+    /// Nodes already reported as too large to model (one log line per node).
+    unmodelled: Mutex<HashSet<String>>,
     /// The placement engine (interns per-topology tables).
     pub engine: Gputopo,
     /// Counters.
@@ -105,6 +107,7 @@ pub fn state() -> &'static SteerState {
         config: RwLock::new(load_config()),
         health: Mutex::new(HealthCache::new()),
         models: Mutex::new(HashMap::new()),
+        unmodelled: Mutex::new(HashSet::new()),
         engine: Gputopo::new(),
         stats: Stats::default(),
     })
@@ -128,8 +131,8 @@ fn config_path() -> PathBuf {
     gputopo_core::config::config_path(env.as_deref(), slurm_conf.as_deref())
 }
 
-/// Reads gputopo.conf; a bad file is logged as an error and the safe defaults are used.
-fn load_config() -> SelectConfig {
+/// Reads gputopo.conf (logging the settings); `None` for a bad file, logged as an error.
+fn read_config() -> Option<SelectConfig> {
     let path = config_path();
     match Config::load(&path) {
         Ok(c) => {
@@ -143,13 +146,21 @@ fn load_config() -> SelectConfig {
                 yes(c.select.prefer_agent_topology),
                 yes(c.select.log_decisions),
             );
-            c.select
+            Some(c.select)
         }
         Err(e) => {
-            log::error!("{e}; using the default select settings");
-            SelectConfig::default()
+            log::error!("{e}");
+            None
         }
     }
+}
+
+/// The settings at start-up: a bad file means the safe defaults.
+fn load_config() -> SelectConfig {
+    read_config().unwrap_or_else(|| {
+        log::error!("using the default select settings");
+        SelectConfig::default()
+    })
 }
 
 fn yes(b: bool) -> &'static str {
@@ -165,14 +176,14 @@ impl SteerState {
             .clone()
     }
 
-    /// `scontrol reconfigure`: re-reads gputopo.conf and forgets cached health/topologies.
+    /// `scontrol reconfigure`: re-reads gputopo.conf (a bad file keeps the settings in force)
+    /// and forgets the cached topologies. The health cache stays: it is keyed by content,
+    /// and it holds each node's last good health, which a reconfigure must not drop.
     pub fn reconfigure(&self) {
-        let fresh = load_config();
-        *self.config.write().unwrap_or_else(PoisonError::into_inner) = fresh;
-        self.health
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        match read_config() {
+            Some(fresh) => *self.config.write().unwrap_or_else(PoisonError::into_inner) = fresh,
+            None => log::error!("keeping the last good select settings"),
+        }
         self.models
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -180,23 +191,58 @@ impl SteerState {
         log::info!("select: {}", self.stats.summary());
     }
 
-    /// The node's published health (parsed once per `Extra` change); `None` when there is
-    /// none or it is malformed (logged once per distinct malformed value).
+    /// The node's published health (parsed once per `Extra` change). A bad value keeps the
+    /// node's last good health (health fails closed); each distinct bad value and each
+    /// partial record is logged once at error level.
     fn node_health(&self, node: &NodeView<'_>) -> Option<Arc<NodeHealth>> {
         let mut cache = self.health.lock().unwrap_or_else(PoisonError::into_inner);
-        let parse = |s: &str| parse_extra(s).map(|h| h.map(Arc::new));
-        match cache.lookup(node.name(), node.extra(), parse) {
-            Lookup::Parsed(h) => Some(Arc::clone(h)),
-            Lookup::Malformed { error, first_seen } => {
-                if first_seen {
-                    log::error!(
-                        "node {}: {error}; its GPUs are treated as healthy",
-                        node.name()
-                    );
-                }
-                None
+        let extra = node.extra();
+        let parse = |s: &str| read_extra(s).map(|p| p.map(Arc::new));
+        let found = cache.lookup(node.name(), extra.as_deref(), parse);
+        match &found {
+            Lookup::Parsed {
+                value,
+                first_seen: true,
+            } if !value.problems.is_empty() => {
+                log::error!(
+                    "node {}: node Extra: gputopo health used in part: {}",
+                    node.name(),
+                    value.problems.join("; ")
+                );
             }
-            Lookup::NoInfo => None,
+            Lookup::Malformed {
+                error,
+                first_seen: true,
+                kept,
+            } => {
+                let keeps = match kept {
+                    Some(h) => format!(
+                        "keeping its last good health (faulty GPUs: {})",
+                        h.health.with_status(Status::Faulty)
+                    ),
+                    None => {
+                        "no earlier health is known, so its GPUs are treated as healthy".to_string()
+                    }
+                };
+                log::error!("node {}: {error}; {keeps}", node.name());
+            }
+            _ => {}
+        }
+        found.value().map(|p| Arc::new(p.health.clone()))
+    }
+
+    /// Reports once per node that it has more GPUs than gputopo models: cons_tres alone
+    /// schedules it, and published health cannot be applied there.
+    fn note_unmodelled(&self, node: &str, gpus: usize) {
+        let mut seen = self
+            .unmodelled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if seen.insert(node.to_string()) {
+            log::error!(
+                "node {node}: {gpus} GPUs, more than the {} gputopo models; cons_tres alone schedules it and its published health is not applied",
+                gputopo_core::gpuset::MAX_GPUS
+            );
         }
     }
 
@@ -217,19 +263,26 @@ impl SteerState {
         {
             let map = self.models.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(e) = map.get(&key) {
-                if e.gres_id == gres.id() && e.extra.as_deref() == extra {
+                if e.gres_id == gres.id() && e.extra.as_deref() == extra.as_deref() {
                     return Some(Arc::clone(&e.model));
                 }
             }
         }
+        if gres.count() > gputopo_core::gpuset::MAX_GPUS {
+            self.note_unmodelled(node.name(), gres.count());
+            return None;
+        }
         let health = self.node_health(node);
         let agent = health.as_deref().filter(|_| prefer_agent);
         let topo = build_topology(node, &gres.gpu_cores(), gres.links().as_deref(), agent)?;
-        let types = gres.topo().iter().map(|t| (t.type_id, t.gpus)).collect();
+        let types: Vec<(u32, GpuSet)> = gres.topo().iter().map(|t| (t.type_id, t.gpus)).collect();
         let tables = self.engine.handle(&topo);
         let model = Arc::new(NodeModel {
             topo: Arc::new(topo),
             health,
+            // Slurm keeps topology records only when some gres.conf line has Type= or
+            // Cores= (gres.c `_get_tot_gres_cnt`); a plain `File=` node has none.
+            ranked: !types.is_empty(),
             types,
             tables,
         });
@@ -240,7 +293,7 @@ impl SteerState {
                 key,
                 ModelEntry {
                     gres_id: gres.id(),
-                    extra: extra.map(str::to_string),
+                    extra: extra.map(std::borrow::Cow::into_owned),
                     model: Arc::clone(&model),
                 },
             );
@@ -257,18 +310,29 @@ pub struct NodeModel {
     pub health: Option<Arc<NodeHealth>>,
     /// (type id, GPUs) per topology record.
     pub types: Vec<(u32, GpuSet)>,
+    /// Slurm knows the node's GPU topology (it has topology records). A node without them
+    /// (plain `File=` lines) is scheduled exactly as cons_tres does: never ranked, and its
+    /// GPUs re-picked only to avoid faulty or degraded ones.
+    pub ranked: bool,
     /// The engine's interned tables for `topo` (`None` above 16 GPUs).
     pub tables: Option<TopoHandle>,
 }
 
 impl NodeModel {
-    /// GPUs of type `type_id` (every GPU for an untyped request), as cons_tres matches types.
-    pub fn of_type(&self, type_id: Option<u32>) -> GpuSet {
-        self.types
-            .iter()
-            .filter(|(t, _)| type_id.is_none_or(|id| id == *t))
-            .fold(GpuSet::EMPTY, |acc, (_, g)| acc.union(*g))
-            .intersection(self.topo.all())
+    /// GPUs of type `type_id` (every GPU for an untyped request), as cons_tres matches types;
+    /// `None` when unknown: a typed request on a node without topology records, where
+    /// cons_tres matches the type through counts only.
+    pub fn of_type(&self, type_id: Option<u32>) -> Option<GpuSet> {
+        if !self.ranked {
+            return type_id.is_none().then(|| self.topo.all());
+        }
+        Some(
+            self.types
+                .iter()
+                .filter(|(t, _)| type_id.is_none_or(|id| id == *t))
+                .fold(GpuSet::EMPTY, |acc, (_, g)| acc.union(*g))
+                .intersection(self.topo.all()),
+        )
     }
 }
 

@@ -1,0 +1,189 @@
+//! select/gputopo on the GRES configurations sites write (issue 14 item 1), not only on the
+//! harness's own `Type=`/`Cores=`/`Links=` lines:
+//!
+//! - plain `File=` lines (no `Type=`, no `Cores=`: Slurm keeps no GPU topology records):
+//!   GPU jobs without `-w` run at once, as with cons_tres, and a GPU published faulty is
+//!   still never allocated (its index is Slurm's `File=` order), even after the node's
+//!   `Extra` turns bad (health fails closed);
+//! - several GPU types on one node, one line `Type=` only, one `Type=` and `Cores=`: typed
+//!   jobs get GPUs of their type, untyped ones any, the faulty one never;
+//! - a node of 72 GPUs (`Cores=` only, untyped), more than gputopo models: cons_tres alone
+//!   schedules it (jobs of 40 and 32 GPUs run side by side).
+//!
+//! Each test runs with `GPUTOPO_SELECT=cons_tres` too (contrib/test-all.sh's stock run): the
+//! scheduling checks hold for both; the health checks only with gputopo.
+
+use std::collections::BTreeSet;
+
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, select};
+use super::select::extra_with_faulty;
+
+fn gputopo() -> bool {
+    select() == "gputopo"
+}
+
+fn cluster(nodes: u32, gres_conf: &str, node_gres: &str) -> Cluster {
+    Cluster::up(Opts {
+        nodes,
+        gputopo_conf: Some("LogDecisions=yes\n".into()),
+        gres_conf: Some((gres_conf.into(), node_gres.into())),
+        ..Opts::default()
+    })
+}
+
+/// Submits a one-node job with `gres` (no `-w`) that sleeps.
+fn submit(c: &Cluster, gres: &str) -> u32 {
+    let gres = format!("--gres={gres}");
+    c.sbatch(&["-N1", "-n1", "-c1", &gres, "--wrap", "sleep 3000"])
+}
+
+/// Waits until every job runs; returns each job's (node, GPUs).
+fn all_running(c: &Cluster, jobs: &[u32]) -> Vec<(u32, String, Vec<usize>)> {
+    for &j in jobs {
+        c.wait_state(j, "RUNNING", WAIT);
+    }
+    let got: Vec<_> = jobs
+        .iter()
+        .map(|&j| {
+            let a = c.gres_idx(j);
+            assert_eq!(a.len(), 1, "job {j} on one node: {a:?}");
+            let (node, idx) = a.into_iter().next().expect("one node");
+            (j, node, idx)
+        })
+        .collect();
+    c.assert_no_gpu_shared();
+    got
+}
+
+fn cancel_all(c: &Cluster) {
+    c.ok("scancel", &["--user=root"]);
+    c.wait_until("every job to end", WAIT, || {
+        c.ok("squeue", &["-h", "-o", "%A"]).trim().is_empty()
+    });
+}
+
+/// The textbook gres.conf: the worst case of issue 14 (every GPU job pending forever).
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn plain_file_lines_run_like_cons_tres_and_keep_health() {
+    if !e2e_enabled() {
+        return;
+    }
+    let c = cluster(2, "Name=gpu File=@DEV@/nvidia[0-7]\n", "gpu:8");
+    // Every GPU of both nodes fills up, with no -w: nothing waits on idle GPUs.
+    let jobs: Vec<u32> = [2, 2, 4, 1, 3, 4]
+        .iter()
+        .map(|k| submit(&c, &format!("gpu:{k}")))
+        .collect();
+    let got = all_running(&c, &jobs);
+    let used: usize = got.iter().map(|(_, _, idx)| idx.len()).sum();
+    assert_eq!(used, 16, "all 16 GPUs in use: {got:?}");
+    eprintln!("select/{}: plain gres.conf picks {got:?}", select());
+    cancel_all(&c);
+    if !gputopo() {
+        return;
+    }
+    // Health still applies: GPU 3 of n1 faulty; 15 one-GPU jobs take the other 15 GPUs.
+    // It fails closed: once the plugin has seen the fault, a truncated Extra (a publisher
+    // cut off mid-write) keeps it.
+    let extra = format!("Extra={}", extra_with_faulty(8, 3));
+    c.ok("scontrol", &["update", "NodeName=n1", &extra]);
+    let mut jobs = vec![submit(&c, "gpu:1")];
+    c.wait_state(jobs[0], "RUNNING", WAIT);
+    let cut = &extra[..extra.len() - 20];
+    c.ok("scontrol", &["update", "NodeName=n1", cut]);
+    jobs.extend((1..15).map(|_| submit(&c, "gpu:1")));
+    let got = all_running(&c, &jobs);
+    let log = c.slurmctld_log();
+    assert_eq!(
+        log.matches("keeping its last good health (faulty GPUs: 3)")
+            .count(),
+        1,
+        "the truncated Extra is reported once"
+    );
+    for (j, node, idx) in &got {
+        assert!(
+            !(node == "n1" && idx.contains(&3)),
+            "job {j} got faulty GPU 3 of n1"
+        );
+    }
+    let n1: BTreeSet<usize> = got
+        .iter()
+        .filter(|(_, n, _)| n == "n1")
+        .flat_map(|(_, _, i)| i.iter().copied())
+        .collect();
+    assert_eq!(
+        n1,
+        [0, 1, 2, 4, 5, 6, 7].into(),
+        "n1's 7 healthy GPUs in use"
+    );
+    // The 16th one-GPU job would need the faulty GPU: it waits while the others run.
+    let last = submit(&c, "gpu:1");
+    c.wait_until(&format!("job {last} to be considered"), WAIT, || {
+        c.job_reason(last).is_some_and(|r| r != "None")
+    });
+    assert_eq!(c.job_state(last).as_deref(), Some("PENDING"));
+}
+
+/// Two GPU types on one node: `Type=` and `Cores=` on one line, `Type=` only on the other.
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn several_types_on_one_node() {
+    if !e2e_enabled() {
+        return;
+    }
+    let conf = "Name=gpu Type=a100 File=@DEV@/nvidia[0-3] Cores=0-15\n\
+                Name=gpu Type=v100 File=@DEV@/nvidia[4-7]\n";
+    let c = cluster(1, conf, "gpu:a100:4,gpu:v100:4");
+    if gputopo() {
+        let extra = format!("Extra={}", extra_with_faulty(8, 4));
+        c.ok("scontrol", &["update", "NodeName=n1", &extra]);
+    }
+    let v100 = submit(&c, "gpu:v100:3");
+    let a100 = submit(&c, "gpu:a100:2");
+    let any = submit(&c, "gpu:2");
+    let got = all_running(&c, &[v100, a100, any]);
+    eprintln!("select/{}: two types picks {got:?}", select());
+    let idx = |j: u32| got.iter().find(|g| g.0 == j).expect("job").2.clone();
+    assert!(
+        idx(a100).iter().all(|&g| g < 4),
+        "a100 job on a100 GPUs: {:?}",
+        idx(a100)
+    );
+    assert!(
+        idx(v100).iter().all(|&g| g >= 4),
+        "v100 job on v100 GPUs: {:?}",
+        idx(v100)
+    );
+    if gputopo() {
+        assert_eq!(idx(v100), vec![5, 6, 7], "the faulty v100 (4) is avoided");
+        for (j, _, i) in &got {
+            assert!(!i.contains(&4), "job {j} got faulty GPU 4");
+        }
+    }
+}
+
+/// A 72-GPU node (two `Cores=`-only lines, no type): beyond gputopo's model, scheduled by
+/// cons_tres alone, with one line in the log saying so.
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn node_of_72_gpus_runs_jobs_of_40_and_32() {
+    if !e2e_enabled() {
+        return;
+    }
+    let conf = "Name=gpu File=@DEV@/nvidia[0-35] Cores=0-15\n\
+                Name=gpu File=@DEV@/nvidia[36-71] Cores=16-31\n";
+    let c = cluster(1, conf, "gpu:72");
+    let big = submit(&c, "gpu:40");
+    let rest = submit(&c, "gpu:32");
+    let got = all_running(&c, &[big, rest]);
+    let used: BTreeSet<usize> = got.iter().flat_map(|g| g.2.iter().copied()).collect();
+    assert_eq!(used, (0..72).collect(), "every GPU in use: {got:?}");
+    if gputopo() {
+        assert!(
+            c.slurmctld_log()
+                .contains("72 GPUs, more than the 32 gputopo models"),
+            "the unmodelled node is reported"
+        );
+    }
+}
