@@ -318,6 +318,30 @@ impl<'a> NodeGres<'a> {
         std::ptr::from_ref(self.ns) as usize
     }
 
+    /// A digest of the shape of what the topology model is built from: the GPU count, the
+    /// number of topology records and of `Links=` rows, and where Slurm keeps their arrays.
+    /// slurmctld edits a node's GRES state in place (re-registration, `scontrol update
+    /// Gres=`), so its address alone does not tell a change; those edits change a count or
+    /// reallocate an array. Reads a few words: it runs for every candidate on every call.
+    /// (Edits that keep every count and array, a re-registration with a new gres.conf of
+    /// the same shape, come with a new registration time, which the cache also compares.)
+    pub fn content_key(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (
+            self.count(),
+            self.ns.gres_cnt_config,
+            self.ns.topo_cnt,
+            self.ns.link_len,
+            self.ns.topo_gres_bitmap as usize,
+            self.ns.topo_core_bitmap as usize,
+            self.ns.topo_type_id as usize,
+            self.ns.links_cnt as usize,
+        )
+            .hash(&mut h);
+        h.finish()
+    }
+
     /// GPUs Slurm can allocate on the node (`gres_cnt_avail`).
     pub fn count(&self) -> usize {
         usize::try_from(self.ns.gres_cnt_avail).unwrap_or(0)

@@ -106,6 +106,12 @@ impl<'a> NodeView<'a> {
         Some(unsafe { CStr::from_ptr(self.rec.extra) }.to_string_lossy())
     }
 
+    /// When the node's slurmd last registered (`slurmd_start_time`) and booted
+    /// (`boot_time`): a registration rebuilds the node's GRES state, sometimes in place.
+    pub fn registration(&self) -> (ffi::time_t, ffi::time_t) {
+        (self.rec.slurmd_start_time, self.rec.boot_time)
+    }
+
     /// Cores per socket (slurm.conf `CoresPerSocket`), at least 1.
     pub fn cores_per_socket(&self) -> usize {
         usize::from(self.rec.cores).max(1)

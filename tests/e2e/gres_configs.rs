@@ -8,7 +8,10 @@
 //! - several GPU types on one node, one line `Type=` only, one `Type=` and `Cores=`: typed
 //!   jobs get GPUs of their type, untyped ones any, the faulty one never;
 //! - a node of 72 GPUs (`Cores=` only, untyped), more than gputopo models: cons_tres alone
-//!   schedules it (jobs of 40 and 32 GPUs run side by side).
+//!   schedules it (jobs of 40 and 32 GPUs run side by side);
+//! - state follows Slurm: slurmctld killed (-9) and restarted while a node is stopped, a job
+//!   considered meanwhile, then the node resumes: its model is rebuilt from what it
+//!   registers (jobs run on both nodes; no decision there treats it as topology-less).
 //!
 //! Each test runs with `GPUTOPO_SELECT=cons_tres` too (contrib/test-all.sh's stock run): the
 //! scheduling checks hold for both; the health checks only with gputopo.
@@ -184,6 +187,47 @@ fn node_of_72_gpus_runs_jobs_of_40_and_32() {
             c.slurmctld_log()
                 .contains("72 GPUs, more than the 32 gputopo models"),
             "the unmodelled node is reported"
+        );
+    }
+}
+
+/// The kill -9 restart case of issue 14: a node stopped over a slurmctld restart is modelled
+/// from what it registers when it comes back, not from what slurmctld had before.
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn model_follows_a_node_that_registers_after_a_restart() {
+    if !e2e_enabled() {
+        return;
+    }
+    let c = Cluster::up(Opts {
+        nodes: 2,
+        gputopo_conf: Some("LogDecisions=yes\n".into()),
+        // Decision lines are at Slurm's verbose level.
+        debug: true,
+        ..Opts::default()
+    });
+    c.stop_slurmd("n2");
+    c.kill_and_restart_slurmctld();
+    c.wait_until("n1 to register its GPUs", WAIT, || {
+        super::harness::field(&c.show_node("n1"), "GresUsed").is_some_and(|g| g.contains("(IDX:"))
+    });
+    // Considered while n2 is still away (n2 may look idle from the saved state).
+    let early = c.sbatch(&["-N1", "-w", "n1", "--gres=gpu:2", "--wrap", "sleep 3000"]);
+    c.wait_state(early, "RUNNING", WAIT);
+    let mark = c.slurmctld_log().len();
+    c.restart_slurmd("n2");
+    c.wait_gres_registered();
+    let mut jobs = vec![early];
+    jobs.extend((0..7).map(|_| submit(&c, "gpu:2")));
+    let got = all_running(&c, &jobs);
+    let on_n2 = got.iter().filter(|g| g.1 == "n2").count();
+    assert_eq!(on_n2, 4, "n2 takes its share: {got:?}");
+    if gputopo() {
+        let log = c.slurmctld_log();
+        let after = &log[mark..];
+        assert!(
+            after.contains("node=n2 ") && !after.contains("no topology"),
+            "n2 is modelled with the topology it registered"
         );
     }
 }

@@ -444,6 +444,29 @@ impl Cluster {
         }
     }
 
+    /// Stops one node's slurmd (SIGTERM, bounded wait); [`Cluster::restart_slurmd`] starts it.
+    pub fn stop_slurmd(&self, node: &str) {
+        self.kill_daemon(&format!("slurmd-{node}.pid"), "-TERM");
+    }
+
+    /// Kills slurmctld with SIGKILL (no state saved on the way out) and starts it again,
+    /// without waiting for the nodes to register (some may be stopped).
+    pub fn kill_and_restart_slurmctld(&self) {
+        self.kill_daemon("slurmctld.pid", "-KILL");
+        self.cluster_sh(&["restart", "slurmctld"]);
+    }
+
+    fn kill_daemon(&self, pidfile: &str, signal: &str) {
+        let pid = std::fs::read_to_string(self.dir.join(pidfile)).unwrap_or_default();
+        let pid = pid.trim().to_string();
+        assert!(!pid.is_empty(), "no pid in {pidfile}");
+        let _ = Command::new("kill").args([signal, &pid]).status();
+        self.wait_until(&format!("{pidfile} ({pid}) to exit"), WAIT, || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map_or(true, |s| s.split_whitespace().nth(2) == Some("Z"))
+        });
+    }
+
     /// Restarts one node's slurmd.
     pub fn restart_slurmd(&self, node: &str) {
         self.cluster_sh(&["restart", node]);

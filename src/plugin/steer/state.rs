@@ -104,7 +104,7 @@ static STATE: OnceLock<SteerState> = OnceLock::new();
 /// The state, built on first use (config read then).
 pub fn state() -> &'static SteerState {
     STATE.get_or_init(|| SteerState {
-        config: RwLock::new(load_config()),
+        config: RwLock::new(load_config(None)),
         health: Mutex::new(HealthCache::new()),
         models: Mutex::new(HashMap::new()),
         unmodelled: Mutex::new(HashSet::new()),
@@ -131,7 +131,8 @@ fn config_path() -> PathBuf {
     gputopo_core::config::config_path(env.as_deref(), slurm_conf.as_deref())
 }
 
-/// Reads gputopo.conf (logging the settings); `None` for a bad file, logged as an error.
+/// Reads gputopo.conf (logging the settings) and saves its text as the last good one;
+/// `None` for a bad file, logged as an error.
 fn read_config() -> Option<SelectConfig> {
     let path = config_path();
     match Config::load(&path) {
@@ -146,6 +147,7 @@ fn read_config() -> Option<SelectConfig> {
                 yes(c.select.prefer_agent_topology),
                 yes(c.select.log_decisions),
             );
+            save_last_good(&std::fs::read_to_string(&path).unwrap_or_default());
             Some(c.select)
         }
         Err(e) => {
@@ -155,12 +157,38 @@ fn read_config() -> Option<SelectConfig> {
     }
 }
 
-/// The settings at start-up: a bad file means the safe defaults.
-fn load_config() -> SelectConfig {
-    read_config().unwrap_or_else(|| {
-        log::error!("using the default select settings");
-        SelectConfig::default()
-    })
+/// Where the text of the last gputopo.conf that parsed is kept: 24.11 re-executes
+/// slurmctld on `scontrol reconfigure`, so memory alone cannot carry it over.
+fn last_good_path() -> Option<PathBuf> {
+    crate::slurm::conf::state_save_location().map(|d| d.join("gputopo.conf.last-good"))
+}
+
+fn save_last_good(text: &str) {
+    let Some(path) = last_good_path() else { return };
+    if let Err(e) = std::fs::write(&path, text) {
+        log::debug!("cannot save {}: {e}", path.display());
+    }
+}
+
+/// The settings saved by the last good read, if any.
+fn saved_last_good() -> Option<SelectConfig> {
+    let text = std::fs::read_to_string(last_good_path()?).ok()?;
+    Config::parse(&text).ok().map(|c| c.select)
+}
+
+/// The settings to use: gputopo.conf when it is good; else `current` (a reconfigure in the
+/// same process), else the last good file saved by an earlier read (a 24.11 reconfigure
+/// re-executes slurmctld), else the safe defaults. A bad file never resets good settings.
+fn load_config(current: Option<SelectConfig>) -> SelectConfig {
+    if let Some(fresh) = read_config() {
+        return fresh;
+    }
+    if let Some(kept) = current.or_else(saved_last_good) {
+        log::error!("keeping the last good select settings");
+        return kept;
+    }
+    log::error!("using the default select settings");
+    SelectConfig::default()
 }
 
 fn yes(b: bool) -> &'static str {
@@ -180,10 +208,8 @@ impl SteerState {
     /// and forgets the cached topologies. The health cache stays: it is keyed by content,
     /// and it holds each node's last good health, which a reconfigure must not drop.
     pub fn reconfigure(&self) {
-        match read_config() {
-            Some(fresh) => *self.config.write().unwrap_or_else(PoisonError::into_inner) = fresh,
-            None => log::error!("keeping the last good select settings"),
-        }
+        let fresh = load_config(Some(self.config()));
+        *self.config.write().unwrap_or_else(PoisonError::into_inner) = fresh;
         self.models
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -249,9 +275,11 @@ impl SteerState {
     /// What gputopo knows of a node's GPUs: its topology (`Links=`/`Cores=` from its GRES
     /// state in slurmctld, overridden by the agent's published links when
     /// `PreferAgentTopology`; NVSwitch boards, where Slurm's Links are all 0), its published
-    /// health, and its GPU types. Cached per node and rebuilt when the node's GRES state
-    /// object or its `Extra` text changes (both are replaced, not edited, by slurmctld on
-    /// registration, reconfigure and `scontrol update`), or on `scontrol reconfigure`.
+    /// health, and its GPU types. Cached per node (one entry per node-table slot, so the
+    /// cache is bounded by the node count) and rebuilt when what it is built from changes:
+    /// the GRES state's object and content ([`NodeGres::content_key`]: slurmctld edits it in
+    /// place on re-registration and `scontrol update Gres=`), the node's registration time,
+    /// its `Extra` text, or on `scontrol reconfigure`.
     pub fn model(
         &self,
         node: &NodeView<'_>,
@@ -260,10 +288,16 @@ impl SteerState {
     ) -> Option<Arc<NodeModel>> {
         let key = node.index().0;
         let extra = node.extra();
+        let content = (
+            gres.id(),
+            gres.content_key(),
+            node.registration(),
+            node.cores_per_socket(),
+        );
         {
             let map = self.models.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(e) = map.get(&key) {
-                if e.gres_id == gres.id() && e.extra.as_deref() == extra.as_deref() {
+                if e.content == content && e.extra.as_deref() == extra.as_deref() {
                     return Some(Arc::clone(&e.model));
                 }
             }
@@ -292,7 +326,7 @@ impl SteerState {
             .insert(
                 key,
                 ModelEntry {
-                    gres_id: gres.id(),
+                    content,
                     extra: extra.map(std::borrow::Cow::into_owned),
                     model: Arc::clone(&model),
                 },
@@ -338,7 +372,9 @@ impl NodeModel {
 
 #[derive(Debug)]
 struct ModelEntry {
-    gres_id: usize,
+    /// What the model was built from: GRES state object and content, the node's last
+    /// registration, its cores per socket.
+    content: (usize, u64, (crate::ffi::time_t, crate::ffi::time_t), usize),
     extra: Option<String>,
     model: Arc<NodeModel>,
 }
