@@ -38,6 +38,8 @@ pub struct Stats {
     pub replaced: AtomicU64,
     /// Nodes excluded because they would have handed out a faulty GPU.
     pub excluded: AtomicU64,
+    /// Calls served by the degraded path after a panic ([`super::degraded`]).
+    pub degraded_calls: AtomicU64,
     /// When the counters were last logged (seconds since the epoch).
     pub logged_at: AtomicU64,
 }
@@ -67,7 +69,7 @@ impl Stats {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let calls = g(&self.calls).max(1);
         format!(
-            "job_test calls={} own_us={} stock_us={} own_us_per_call={:.1} stock_us_per_call={:.1} extra_stock_calls={} replaced={} excluded={}",
+            "job_test calls={} own_us={} stock_us={} own_us_per_call={:.1} stock_us_per_call={:.1} extra_stock_calls={} replaced={} excluded={} degraded_calls={}",
             g(&self.calls),
             g(&self.own_ns) / 1000,
             g(&self.stock_ns) / 1000,
@@ -76,6 +78,7 @@ impl Stats {
             g(&self.extra_stock_calls),
             g(&self.replaced),
             g(&self.excluded),
+            g(&self.degraded_calls),
         )
     }
 }
@@ -86,6 +89,8 @@ pub struct SteerState {
     config: RwLock<SelectConfig>,
     health: Mutex<HealthCache<Arc<Parsed>>>,
     models: Mutex<HashMap<usize, ModelEntry>>,
+    /// Faulty GPUs per node index, as last read (kept for the degraded path after a panic).
+    faulty: Mutex<HashMap<usize, GpuSet>>,
     /// Nodes already reported as too large to model (one log line per node).
     unmodelled: Mutex<HashSet<String>>,
     /// The placement engine (interns per-topology tables).
@@ -108,6 +113,7 @@ pub fn state() -> &'static SteerState {
         health: Mutex::new(HealthCache::new()),
         models: Mutex::new(HashMap::new()),
         unmodelled: Mutex::new(HashSet::new()),
+        faulty: Mutex::new(HashMap::new()),
         engine: Gputopo::new(),
         stats: Stats::default(),
     })
@@ -257,6 +263,15 @@ impl SteerState {
         found.value().map(|p| Arc::new(p.health.clone()))
     }
 
+    /// Node indices with a GPU published faulty when their model was last built.
+    pub fn known_faulty_nodes(&self) -> Vec<usize> {
+        let map = self.faulty.lock().unwrap_or_else(PoisonError::into_inner);
+        map.iter()
+            .filter(|(_, f)| !f.is_empty())
+            .map(|(n, _)| *n)
+            .collect()
+    }
+
     /// Reports once per node that it has more GPUs than gputopo models: cons_tres alone
     /// schedules it, and published health cannot be applied there.
     fn note_unmodelled(&self, node: &str, gpus: usize) {
@@ -310,6 +325,13 @@ impl SteerState {
         let agent = health.as_deref().filter(|_| prefer_agent);
         let topo = build_topology(node, &gres.gpu_cores(), gres.links().as_deref(), agent)?;
         let types: Vec<(u32, GpuSet)> = gres.topo().iter().map(|t| (t.type_id, t.gpus)).collect();
+        let faulty = health
+            .as_deref()
+            .map_or(GpuSet::EMPTY, |h| h.with_status(Status::Faulty));
+        self.faulty
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, faulty);
         let tables = self.engine.handle(&topo);
         let model = Arc::new(NodeModel {
             topo: Arc::new(topo),
