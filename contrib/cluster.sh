@@ -8,7 +8,7 @@
 #                         [--select gputopo|cons_tres] [--priority basic|multifactor|gputopo]
 #                         [--dir DIR] [--extra-conf FILE] [--gputopo-conf FILE]
 #                         [--health-program PATH --health-interval SECONDS] [--debug]
-#                         [--gres-conf FILE --node-gres GRES]
+#                         [--gres-conf FILE --node-gres GRES [--fake-gpus FILE]]
 #   contrib/cluster.sh down [--dir DIR]
 #   contrib/cluster.sh env  [--dir DIR]     # prints: export SLURM_CONF=... PATH=...
 #   contrib/cluster.sh restart [--dir DIR] slurmctld|nX   # restart one daemon, jobs keep running
@@ -27,7 +27,9 @@
 # once per node with "NodeName=nX " in front of each line that has none and @DEV@ replaced by
 # that node's fake device directory (e.g. "Name=gpu File=@DEV@/nvidia[0-7]", the plain form);
 # --node-gres is then the nodes' Gres= in slurm.conf (e.g. gpu:8 or gpu:a100:4,gpu:v100:4) and
-# its total count of fake devices nvidia0.. is made per node.
+# its total count of fake devices nvidia0.. is made per node. --fake-gpus FILE becomes
+# etc/fake_gpus.conf (Slurm's GPU list without GPUs, in the order listed; @DEV@ is n1's
+# device directory, the file being shared by every node of the cluster).
 # The gputopo binary (gres.conf) is $GPUTOPO_BIN, or target/release/gputopo
 # ($CARGO_TARGET_DIR honoured), built with cargo if missing.
 set -euo pipefail
@@ -208,6 +210,9 @@ write_gres_from_file() {
     done < "$gres_conf" >> "$dir/etc/gres.conf"
   done
   GPU_COUNT=$total GPU_TYPE=
+  if [ -n "$fake_gpus" ]; then
+    sed "s|@DEV@|$dir/dev/n1|g" "$fake_gpus" > "$dir/etc/fake_gpus.conf"
+  fi
 }
 
 # Writes gres.conf and the fake devices; sets GPU_TYPE and GPU_COUNT.
@@ -416,7 +421,7 @@ cmd=${1:-}
 [ $# -gt 0 ] && shift
 dir=${GPUTOPO_CLUSTER_DIR:-/tmp/gputopo-cluster}
 restart_what= release= nodes=1 topo_arg= select=gputopo priority=basic extra_conf= gputopo_conf=
-health_program= health_interval=60 ctld_debug=info gres_conf= node_gres=
+health_program= health_interval=60 ctld_debug=info gres_conf= node_gres= fake_gpus=
 while [ $# -gt 0 ]; do
   case $1 in
     --release) release=$2; shift 2 ;;
@@ -432,8 +437,9 @@ while [ $# -gt 0 ]; do
     --debug) ctld_debug=debug; shift ;;
     --gres-conf) gres_conf=$(realpath "$2"); shift 2 ;;
     --node-gres) node_gres=$2; shift 2 ;;
+    --fake-gpus) fake_gpus=$(realpath "$2"); shift 2 ;;
     slurmctld|n[0-9]*) restart_what=$1; shift ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done

@@ -84,6 +84,8 @@ pub struct Opts {
     /// (`contrib/cluster.sh --gres-conf`/`--node-gres`: each line is written per node, `@DEV@`
     /// being the node's fake device directory).
     pub gres_conf: Option<(String, String)>,
+    /// `etc/fake_gpus.conf` (`contrib/cluster.sh --fake-gpus`, with `gres_conf` only).
+    pub fake_gpus: Option<String>,
 }
 
 impl Default for Opts {
@@ -100,6 +102,7 @@ impl Default for Opts {
             health_interval: 60,
             debug: false,
             gres_conf: None,
+            fake_gpus: None,
         }
     }
 }
@@ -203,6 +206,11 @@ impl Cluster {
                 "--node-gres".into(),
                 node_gres.clone(),
             ]);
+        }
+        if let Some(fake) = &opts.fake_gpus {
+            let f = dir.join("fake_gpus.conf.in");
+            std::fs::write(&f, fake).expect("write fake_gpus.conf for cluster.sh");
+            args.extend(["--fake-gpus".into(), f.display().to_string()]);
         }
         let out = Command::new(repo().join("contrib/cluster.sh"))
             .args(&args)
