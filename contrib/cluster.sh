@@ -10,6 +10,7 @@
 #                         [--health-program PATH --health-interval SECONDS] [--debug]
 #                         [--plugin-dir DIR]   # an installed gputopo PluginDir (package test)
 #                         [--fake-gpus FILE] [--plain-gres]
+#                         [--gres-conf FILE --node-gres GRES]
 #   contrib/cluster.sh down [--dir DIR]
 #   contrib/cluster.sh env  [--dir DIR]     # prints: export SLURM_CONF=... PATH=...
 #   contrib/cluster.sh restart [--dir DIR] slurmctld|nX   # restart one daemon, jobs keep running
@@ -24,11 +25,16 @@
 # are found by SLURM_CONF in their environment or open files under DIR), leaving nothing behind.
 #
 # --fake-gpus FILE installs FILE as etc/fake_gpus.conf (slurmd then merges gres.conf with it
-# instead of NVML and numbers GPUs in its Links= order), with @DIR@ replaced by DIR; the
-# fake devices are DIR/dev/nX/nvidiaM. --plain-gres writes gres.conf without Cores= and Links=.
+# instead of NVML and numbers GPUs in its Links= order; one file for every node), with @DIR@
+# replaced by DIR and @DEV@ by n1's device directory; the fake devices are DIR/dev/nX/nvidiaM. --plain-gres writes gres.conf without Cores= and Links=.
 # --extra-conf lines replace generated slurm.conf lines with the same key (NodeName= and
-# PartitionName= lines are added). The gputopo binary (gres.conf) is $GPUTOPO_BIN, or
-# target/release/gputopo ($CARGO_TARGET_DIR honoured), built with cargo if missing.
+# PartitionName= lines are added). --gres-conf replaces the generated gres.conf by FILE, written
+# once per node with "NodeName=nX " in front of each line that has none and @DEV@ replaced by
+# that node's fake device directory (e.g. "Name=gpu File=@DEV@/nvidia[0-7]", the plain form);
+# --node-gres is then the nodes' Gres= in slurm.conf (e.g. gpu:8 or gpu:a100:4,gpu:v100:4) and
+# its total count of fake devices nvidia0.. is made per node.
+# The gputopo binary (gres.conf) is $GPUTOPO_BIN, or target/release/gputopo
+# ($CARGO_TARGET_DIR honoured), built with cargo if missing.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -199,9 +205,41 @@ gputopo_bin() {
   echo "$t/release/gputopo"
 }
 
+# --gres-conf: FILE per node (see the header) and the fake devices nvidia0..N-1, N the total
+# count in --node-gres.
+write_gres_from_file() {
+  local i node line total=0 part minor
+  for part in ${node_gres//,/ }; do total=$((total + ${part##*:})); done
+  [ "$total" -gt 0 ] || die "--node-gres '$node_gres' has no count"
+  : > "$dir/etc/gres.conf"
+  for i in $(seq "$nodes"); do
+    node=n$i
+    mkdir -p "$dir/dev/$node"
+    for minor in $(seq 0 $((total - 1))); do
+      [ -e "$dir/dev/$node/nvidia$minor" ] || mknod "$dir/dev/$node/nvidia$minor" c 195 "$minor"
+    done
+    while IFS= read -r line || [ -n "$line" ]; do
+      case $line in ''|'#'*) continue ;; NodeName=*|[Aa]uto[Dd]etect=*) ;; *) line="NodeName=$node $line" ;; esac
+      echo "${line//@DEV@/$dir/dev/$node}"
+    done < "$gres_conf" >> "$dir/etc/gres.conf"
+  done
+  GPU_COUNT=$total GPU_TYPE=
+  write_fake_gpus
+}
+
+# --fake-gpus: etc/fake_gpus.conf with its placeholders filled in.
+write_fake_gpus() {
+  [ -z "$fake_gpus" ] || sed -e "s|@DIR@|$dir|g" -e "s|@DEV@|$dir/dev/n1|g" "$fake_gpus" > "$dir/etc/fake_gpus.conf"
+}
+
 # Writes gres.conf and the fake devices; sets GPU_TYPE and GPU_COUNT.
 write_gres() {
   local bin n i node line file minor
+  if [ -n "$gres_conf" ]; then
+    [ -n "$node_gres" ] || die "--gres-conf needs --node-gres"
+    write_gres_from_file
+    return
+  fi
   bin=$(gputopo_bin)
   : > "$dir/etc/gres.conf"
   for i in $(seq "$nodes"); do
@@ -219,7 +257,7 @@ write_gres() {
     rm -f "$dir/etc/gres.$node"
   done
   [ -z "$plain_gres" ] || sed -i -E 's/ (Cores|Links)=[^ ]*//g' "$dir/etc/gres.conf"
-  [ -z "$fake_gpus" ] || sed "s|@DIR@|$dir|g" "$fake_gpus" > "$dir/etc/fake_gpus.conf"
+  write_fake_gpus
   GPU_COUNT=$(grep -c '^NodeName=n1 ' "$dir/etc/gres.conf")
   GPU_TYPE=$(sed -n '1s/.* Type=\([^ ]*\).*/\1/p' "$dir/etc/gres.conf")
   [ "$GPU_COUNT" -gt 0 ] || die "no GPUs in $topo"
@@ -229,6 +267,7 @@ write_gres() {
 write_slurm_conf() {
   local conf=$dir/etc/slurm.conf gres=gpu:$GPU_COUNT lastport=$((port_base + nodes))
   [ -n "$GPU_TYPE" ] && gres=gpu:$GPU_TYPE:$GPU_COUNT
+  [ -n "$node_gres" ] && gres=$node_gres
   {
     cat <<EOC
 # Written by contrib/cluster.sh up --release $release --nodes $nodes --topology $topo_arg --select $select --priority $priority
@@ -406,7 +445,7 @@ cmd=${1:-}
 [ $# -gt 0 ] && shift
 dir=${GPUTOPO_CLUSTER_DIR:-/tmp/gputopo-cluster}
 restart_what= release= nodes=1 topo_arg= select=gputopo priority=basic extra_conf= gputopo_conf=
-health_program= health_interval=60 ctld_debug=info plugin_dir= fake_gpus= plain_gres=
+health_program= health_interval=60 ctld_debug=info plugin_dir= fake_gpus= plain_gres= gres_conf= node_gres=
 while [ $# -gt 0 ]; do
   case $1 in
     --release) release=$2; shift 2 ;;
@@ -425,6 +464,8 @@ while [ $# -gt 0 ]; do
     --plain-gres) plain_gres=1; shift ;;
     slurmctld|n[0-9]*) restart_what=$1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
+    --gres-conf) gres_conf=$(realpath "$2"); shift 2 ;;
+    --node-gres) node_gres=$2; shift 2 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done

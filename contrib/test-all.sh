@@ -23,7 +23,8 @@
 #               GPU job run through the installed files, then removed and purged
 #
 # Environment: GPUTOPO_RELEASES (default "22.05.8 24.11.5"), GPUTOPO_STOCK_TESTS (test name
-# filters for the stock run, default "e2e::foundation e2e::select e2e::identity"), CARGO_TARGET_DIR.
+# filters for the stock run, default "e2e::foundation e2e::select e2e::identity
+# e2e::gres_configs"), CARGO_TARGET_DIR.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,7 +35,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
 case $CARGO_TARGET_DIR in /*) ;; *) CARGO_TARGET_DIR=$repo/$CARGO_TARGET_DIR ;; esac
 export CARGO_TERM_COLOR=never
 releases=${GPUTOPO_RELEASES:-22.05.8 24.11.5}
-stock_tests=${GPUTOPO_STOCK_TESTS:-e2e::foundation e2e::select e2e::identity}
+stock_tests=${GPUTOPO_STOCK_TESTS:-e2e::foundation e2e::select e2e::identity e2e::gres_configs}
 logdir=$CARGO_TARGET_DIR/test-all
 mkdir -p "$logdir"
 

@@ -13,9 +13,10 @@
 //! - [`select_nodeinfo_set`] (the commit point): forwarded; the selection it commits is the
 //!   one job_test left in `gres_bit_select`.
 //!
-//! A panic anywhere below is caught by the guard, which then forwards every later call
-//! (plain cons_tres behaviour).
+//! A panic anywhere below is caught by the guard; from then on job_test runs [`degraded`]
+//! (cons_tres alone, nodes with known faulty GPUs withheld) and every other call forwards.
 
+pub mod degraded;
 pub mod gpus;
 pub mod nodes;
 pub mod run;
@@ -46,6 +47,9 @@ pub fn job_test<R: ReservationArg>(
     reservation: Option<EntryPtr<'_, R>>,
 ) -> c_int {
     let st = state::state();
+    if crate::plugin::guard::is_degraded() {
+        return degraded::job_test(st, forward, bitmap, mode);
+    }
     Stats::add(&st.stats.calls, 1);
     if st.stats.due(SUMMARY_EVERY_SECS) {
         log::info!("{}", st.stats.summary());

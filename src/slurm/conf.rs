@@ -55,6 +55,13 @@ pub fn slurm_conf_path() -> Option<PathBuf> {
     string_field(raw).map(PathBuf::from)
 }
 
+/// slurm.conf's `StateSaveLocation`, if set (where slurmctld keeps what survives restarts).
+pub fn state_save_location() -> Option<PathBuf> {
+    // SAFETY: one pointer field copied out of libslurmfull's initialised global.
+    let raw = unsafe { (*global()).state_save_location };
+    string_field(raw).map(PathBuf::from)
+}
+
 /// `DEBUG_FLAG_SELECT_TYPE` and `DEBUG_FLAG_GRES` (slurm/slurm.h, bits 0 and 6 in 22.05 and
 /// 24.11): `DebugFlags=SelectType`/`Gres`.
 const DEBUG_SELECT_OR_GRES: u64 = (1 << 0) | (1 << 6);

@@ -17,7 +17,7 @@ use gputopo_core::GpuSet;
 
 use crate::ffi;
 use crate::slurm::SlurmError;
-use crate::slurm::bitmap::{BitIndex, BitmapMut, BitmapRef, GpuIndex, NodeIndex};
+use crate::slurm::bitmap::{BitIndex, Bitmap, BitmapMut, BitmapRef, GpuIndex, NodeIndex};
 use crate::slurm::list::ListRef;
 
 /// The GRES name gputopo decides for.
@@ -199,6 +199,83 @@ impl JobGres<'_> {
     }
 }
 
+impl JobGres<'_> {
+    /// Gives a count-only selection its GPUs: on a node without GPU topology records,
+    /// cons_tres selects only a count (`gres_cnt_node_select[node]`, no bitmap) and Slurm's
+    /// commit takes the first free GPUs. Writing `set` (`width` bits, the node's GPU count)
+    /// into `gres_bit_select[node]` makes the commit take exactly `set` instead (its
+    /// "specific GRES already selected" branch), as for a node with topology.
+    ///
+    /// Invariant kept: `set` has `gres_cnt_node_select[node]` GPUs. The array and the bitmap
+    /// come from Slurm's allocator (xcalloc, bit_alloc) and are freed by Slurm with the job's
+    /// GRES state; an existing bitmap of another size is replaced (bit_free).
+    ///
+    /// # Errors
+    /// [`SlurmError::OutOfBounds`] when `node` is beyond the job's node count or `set` does
+    /// not fit `width`; [`SlurmError::UnexpectedValue`] when the count differs. Nothing is
+    /// written then.
+    pub fn write_count_only(
+        &mut self,
+        node: NodeIndex,
+        width: usize,
+        set: GpuSet,
+    ) -> Result<(), SlurmError> {
+        let n = self.select_len();
+        if node.0 >= n || set.iter().any(|g| g >= width) {
+            return Err(SlurmError::OutOfBounds {
+                index: node.0,
+                size: n,
+            });
+        }
+        if self.selected_count(node) != set.len() as u64 {
+            return Err(SlurmError::UnexpectedValue(set.len() as i64));
+        }
+        // SAFETY: the job gres state is live and only the hook touches it during the select
+        // call (see `job_requests`); no other reference to it exists while `js` is used.
+        let js = unsafe { &mut *self.js };
+        if js.gres_bit_select.is_null() {
+            // SAFETY: Slurm's allocator, zeroed (`clear`), aborting on OOM (`try` false); the
+            // array of total_node_cnt bitmap pointers that Slurm's gres code expects.
+            let array = unsafe {
+                ffi::slurm_xcalloc(
+                    n,
+                    std::mem::size_of::<*mut ffi::bitstr_t>(),
+                    true,
+                    false,
+                    c"gputopo".as_ptr(),
+                    0,
+                    c"write_count_only".as_ptr(),
+                )
+            };
+            js.gres_bit_select = array.cast();
+        }
+        // SAFETY: gres_bit_select now has total_node_cnt entries and node.0 < total_node_cnt.
+        let slot = unsafe { &mut *js.gres_bit_select.add(node.0) };
+        // SAFETY: the slot is null or a live bitmap owned by this job gres state.
+        let fits =
+            unsafe { BitmapRef::<GpuIndex>::from_raw(*slot) }.is_some_and(|b| b.len() == width);
+        if !fits {
+            if !slot.is_null() {
+                // SAFETY: a bitmap from Slurm's allocator owned by this state (bit_free
+                // wants a non-null one); it nulls the slot.
+                unsafe { ffi::slurm_bit_free(slot) };
+            }
+            let bits = Bitmap::<GpuIndex>::new(width).ok_or(SlurmError::OutOfBounds {
+                index: width,
+                size: width,
+            })?;
+            *slot = bits.into_raw();
+        }
+        // SAFETY: the live selection bitmap of this job on `node`, borrowed only here.
+        let mut bits =
+            unsafe { BitmapMut::<GpuIndex>::from_raw(*slot) }.ok_or(SlurmError::OutOfBounds {
+                index: node.0,
+                size: n,
+            })?;
+        bits.write_gpu_set(set)
+    }
+}
+
 /// One topology record of a node's GPU GRES (one gres.conf line after Slurm's merge).
 #[derive(Debug)]
 pub struct TopoRecord<'a> {
@@ -239,6 +316,30 @@ impl<'a> NodeGres<'a> {
     /// notices.
     pub fn id(&self) -> usize {
         std::ptr::from_ref(self.ns) as usize
+    }
+
+    /// A digest of the shape of what the topology model is built from: the GPU count, the
+    /// number of topology records and of `Links=` rows, and where Slurm keeps their arrays.
+    /// slurmctld edits a node's GRES state in place (re-registration, `scontrol update
+    /// Gres=`), so its address alone does not tell a change; those edits change a count or
+    /// reallocate an array. Reads a few words: it runs for every candidate on every call.
+    /// (Edits that keep every count and array, a re-registration with a new gres.conf of
+    /// the same shape, come with a new registration time, which the cache also compares.)
+    pub fn content_key(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (
+            self.count(),
+            self.ns.gres_cnt_config,
+            self.ns.topo_cnt,
+            self.ns.link_len,
+            self.ns.topo_gres_bitmap as usize,
+            self.ns.topo_core_bitmap as usize,
+            self.ns.topo_type_id as usize,
+            self.ns.links_cnt as usize,
+        )
+            .hash(&mut h);
+        h.finish()
     }
 
     /// GPUs Slurm can allocate on the node (`gres_cnt_avail`).

@@ -94,8 +94,22 @@ impl<'a> NodeView<'a> {
     }
 
     /// The node's `Extra` string (where the agent publishes GPU health), if set.
-    pub fn extra(&self) -> Option<&'a str> {
-        c_str(self.rec.extra)
+    ///
+    /// Bytes that are not UTF-8 are replaced (U+FFFD), never dropped: a corrupted value must
+    /// read as a bad value (the last good health stays), not as an empty one.
+    pub fn extra(&self) -> Option<std::borrow::Cow<'a, str>> {
+        if self.rec.extra.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null NUL-terminated string owned by the node record (xstrdup'd by
+        // slurmctld), not modified during the hook (node lock held).
+        Some(unsafe { CStr::from_ptr(self.rec.extra) }.to_string_lossy())
+    }
+
+    /// When the node's slurmd last registered (`slurmd_start_time`) and booted
+    /// (`boot_time`): a registration rebuilds the node's GRES state, sometimes in place.
+    pub fn registration(&self) -> (ffi::time_t, ffi::time_t) {
+        (self.rec.slurmd_start_time, self.rec.boot_time)
     }
 
     /// Cores per socket (slurm.conf `CoresPerSocket`), at least 1.

@@ -80,11 +80,16 @@ pub struct Opts {
     pub health_interval: u32,
     /// SlurmctldDebug=debug (the plugin's per-call lines are at debug level).
     pub debug: bool,
-    /// Content of etc/fake_gpus.conf (`@DIR@` = the cluster directory): slurmd's system GPU
-    /// list instead of NVML (cluster.sh --fake-gpus).
+    /// Content of etc/fake_gpus.conf, slurmd's system GPU list instead of NVML
+    /// (`contrib/cluster.sh --fake-gpus`): `@DIR@` is the cluster directory, `@DEV@` n1's fake
+    /// device directory.
     pub fake_gpus: Option<String>,
     /// gres.conf without `Cores=` and `Links=` (cluster.sh --plain-gres).
     pub plain_gres: bool,
+    /// A gres.conf replacing the generated one, and the nodes' `Gres=` in slurm.conf
+    /// (`contrib/cluster.sh --gres-conf`/`--node-gres`: each line is written per node, `@DEV@`
+    /// being the node's fake device directory).
+    pub gres_conf: Option<(String, String)>,
 }
 
 impl Default for Opts {
@@ -102,6 +107,7 @@ impl Default for Opts {
             debug: false,
             fake_gpus: None,
             plain_gres: false,
+            gres_conf: None,
         }
     }
 }
@@ -199,6 +205,16 @@ impl Cluster {
         }
         if opts.debug {
             args.push("--debug".into());
+        }
+        if let Some((conf, node_gres)) = &opts.gres_conf {
+            let f = dir.join("gres.conf.in");
+            std::fs::write(&f, conf).expect("write gres.conf for cluster.sh");
+            args.extend([
+                "--gres-conf".into(),
+                f.display().to_string(),
+                "--node-gres".into(),
+                node_gres.clone(),
+            ]);
         }
         let out = Command::new(repo().join("contrib/cluster.sh"))
             .args(&args)
@@ -438,6 +454,29 @@ impl Cluster {
                 field(&self.show_node(&node), "GresUsed").is_some_and(|g| g.contains("(IDX:"))
             });
         }
+    }
+
+    /// Stops one node's slurmd (SIGTERM, bounded wait); [`Cluster::restart_slurmd`] starts it.
+    pub fn stop_slurmd(&self, node: &str) {
+        self.kill_daemon(&format!("slurmd-{node}.pid"), "-TERM");
+    }
+
+    /// Kills slurmctld with SIGKILL (no state saved on the way out) and starts it again,
+    /// without waiting for the nodes to register (some may be stopped).
+    pub fn kill_and_restart_slurmctld(&self) {
+        self.kill_daemon("slurmctld.pid", "-KILL");
+        self.cluster_sh(&["restart", "slurmctld"]);
+    }
+
+    fn kill_daemon(&self, pidfile: &str, signal: &str) {
+        let pid = std::fs::read_to_string(self.dir.join(pidfile)).unwrap_or_default();
+        let pid = pid.trim().to_string();
+        assert!(!pid.is_empty(), "no pid in {pidfile}");
+        let _ = Command::new("kill").args([signal, &pid]).status();
+        self.wait_until(&format!("{pidfile} ({pid}) to exit"), WAIT, || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map_or(true, |s| s.split_whitespace().nth(2) == Some("Z"))
+        });
     }
 
     /// Restarts one node's slurmd.

@@ -2,6 +2,7 @@
 
 mod agent;
 mod foundation;
+mod gres_configs;
 mod harness;
 mod identity;
 mod priority;

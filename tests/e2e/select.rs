@@ -26,7 +26,12 @@ const CONF: &str = "HealthAware=yes\nTopologyAware=yes\nNodeRanking=yes\nLogDeci
 
 /// The agent's Extra JSON with GPU `bad` faulty (uncorrectable ECC) and the others ok.
 fn faulty_extra(bad: usize) -> String {
-    let gpus: Vec<String> = (0..8)
+    extra_with_faulty(8, bad)
+}
+
+/// The agent's Extra JSON for `n` GPUs with GPU `bad` faulty and the others ok.
+pub(super) fn extra_with_faulty(n: usize, bad: usize) -> String {
+    let gpus: Vec<String> = (0..n)
         .map(|i| {
             if i == bad {
                 format!(r#"{{"i":{i},"s":"faulty","r":["ecc_uncorrectable"]}}"#)
@@ -346,7 +351,8 @@ fn restart_and_reconfigure_mid_stream() {
 }
 
 /// A bad gputopo.conf is reported in slurmctld.log and the defaults apply (jobs still get
-/// optimal, healthy GPUs); `scontrol reconfigure` rereads a fixed file.
+/// optimal, healthy GPUs); `scontrol reconfigure` rereads a fixed file, and a file broken
+/// again on a later reconfigure keeps the last good settings.
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn bad_config_is_reported_and_defaults_apply() {
@@ -372,4 +378,24 @@ fn bad_config_is_reported_and_defaults_apply() {
         c.slurmctld_log()
             .contains(&format!("decision JobId={job} "))
     });
+    // A typo on a later reconfigure keeps the settings in force (LogDecisions=yes), not
+    // the defaults (LogDecisions=no).
+    std::fs::write(
+        c.etc().join("gputopo.conf"),
+        "LogDecisions=yes
+HealthAware=perhaps
+",
+    )
+    .expect("break the config");
+    c.reconfigure();
+    let (job, _, _) = start(&c, 2);
+    c.wait_until("a decision line after a bad reconfigure", WAIT, || {
+        c.slurmctld_log()
+            .contains(&format!("decision JobId={job} "))
+    });
+    assert!(
+        c.slurmctld_log()
+            .contains("keeping the last good select settings"),
+        "the bad reconfigure is reported"
+    );
 }

@@ -14,7 +14,9 @@ pub mod extra;
 mod policy;
 pub mod sticky;
 
-pub use extra::{ExtraError, LinkMatrix, MergeRefused, NodeHealth, merge_extra, parse_extra};
+pub use extra::{
+    ExtraError, LinkMatrix, MergeRefused, NodeHealth, Parsed, merge_extra, parse_extra, read_extra,
+};
 pub use policy::{Evidence, HealthPolicy, Reading, RowRemap, judge};
 
 use std::borrow::Cow;

@@ -10,6 +10,10 @@
 //!   because it would hand out a faulty GPU).
 //! - [`narrow`]: which nodes to offer cons_tres first, widening step by step, ending with the
 //!   full set so a runnable job never becomes unrunnable; plus the health pre-filter.
+//! - [`first_fit`]: the pick on a node whose topology Slurm does not know (cons_tres's own
+//!   first-fit order, minus what health rules out).
+//! - [`tries`]: the control loop of `select_p_job_test` (tiers, widening, exclusion rounds,
+//!   give-up) as a state machine, tested against fake cons_tres closures.
 //! - [`health_cache`]: per-node GPU health parsed from node `Extra`, parsed once per change.
 //!
 //! The GPU re-pick reaches the engine through the [`Placer`] trait, so its rules are tested
@@ -18,9 +22,11 @@
 //! [`crate::placement::RankKey`], so there is one node order, not two.
 
 mod engine_placer;
+pub mod first_fit;
 pub mod health_cache;
 pub mod narrow;
 pub mod repick;
+pub mod tries;
 
 pub use engine_placer::Prepared;
 

@@ -16,7 +16,7 @@ crate::forwarding_table! {
     forward fn select_p_state_restore(dir_name: *mut c_char) -> c_int, fail = SLURM_ERROR;
     forward fn select_p_job_init(job_list: *mut xlist) -> c_int, fail = SLURM_ERROR;
     forward fn select_p_node_init() -> c_int, fail = SLURM_ERROR;
-    hook fn select_p_job_test(
+    guarded fn select_p_job_test(
         job_ptr: *mut job_record_t, bitmap: *mut bitstr_t, min_nodes: u32, max_nodes: u32,
         req_nodes: u32, mode: u16, preemptee_candidates: *mut xlist,
         preemptee_job_list: *mut *mut xlist, exc_core_bitmap: *mut bitstr_t,

@@ -10,8 +10,8 @@
 
 use gputopo_core::GpuSet;
 use gputopo_core::config::SelectConfig;
-use gputopo_core::steer::Prepared;
-use gputopo_core::steer::repick::{Constraints, Decision, NodeInput, ReplaceReason, repick};
+use gputopo_core::steer::repick::{Constraints, Decision, NodeInput, repick};
+use gputopo_core::steer::{HealthMasks, Prepared, first_fit};
 
 use crate::plugin::steer::state::{Stats, SteerState, health_masks};
 use crate::slurm::bitmap::NodeIndex;
@@ -36,6 +36,9 @@ struct Write {
     request: usize,
     node: NodeIndex,
     set: GpuSet,
+    /// On a node without topology records: the node's GPU count (the bitmap's width), as
+    /// cons_tres left a count only ([`crate::slurm::gres::JobGres::write_count_only`]).
+    count_only: Option<usize>,
 }
 
 /// Re-picks the GPUs of `job` on the nodes cons_tres just chose. See the module docs.
@@ -66,15 +69,51 @@ pub fn repick_job(
             continue;
         }
         for (job_node, &ni) in nodes.iter().enumerate() {
-            let Some(stock) = req.selected(ni).filter(|s| !s.is_empty()) else {
-                continue;
-            };
             // A missing node or GRES state keeps cons_tres's pick.
             let Some(nv) = node::view(job, ni) else {
                 continue;
             };
             let Some(ng) = nv.gpus() else { continue };
             let Some(model) = st.model(&nv, &ng, cfg.prefer_agent_topology) else {
+                continue;
+            };
+            if !model.ranked {
+                // cons_tres selected a count only; the commit would take the first free GPUs.
+                if whole || stock_only || req.type_id().is_some() {
+                    continue;
+                }
+                let count = usize::try_from(req.selected_count(ni)).unwrap_or(usize::MAX);
+                if count == 0 {
+                    continue;
+                }
+                let already = taken
+                    .iter()
+                    .filter(|(n, _)| *n == ni)
+                    .fold(GpuSet::EMPTY, |a, (_, s)| a.union(*s));
+                let free = model
+                    .topo
+                    .all()
+                    .difference(ng.allocated())
+                    .difference(ng.shared_in_use())
+                    .difference(already);
+                let health = health_masks(model.health.as_deref(), cfg);
+                let pick = first_fit::pick(free, health, count);
+                log_first_fit(cfg, job_id.0, nv.name(), count, health, pick);
+                match pick {
+                    Some(set) => {
+                        writes.push(Write {
+                            request: ri,
+                            node: ni,
+                            set,
+                            count_only: Some(ng.count()),
+                        });
+                        taken.push((ni, set));
+                    }
+                    None => exclude.push(ni),
+                }
+                continue;
+            }
+            let Some(stock) = req.selected(ni).filter(|s| !s.is_empty()) else {
                 continue;
             };
             let topo = &model.topo;
@@ -104,7 +143,7 @@ pub fn repick_job(
                     of_type: if stock_only {
                         stock
                     } else {
-                        model.of_type(req.type_id())
+                        model.of_type(req.type_id()).unwrap_or(stock)
                     },
                     allocated: node_alloc.union(already),
                     shared_in_use: ng.shared_in_use(),
@@ -116,14 +155,16 @@ pub fn repick_job(
             };
             let engine = Prepared::new(&st.engine, model.tables.clone().map(|h| (&**topo, h)));
             let decision = repick(&engine, &input);
+            // A better-connected set is taken only where Slurm knows the topology and
+            // TopologyAware is on; avoiding faulty or degraded GPUs always applies.
+            let decision = decision.gate_topology(cfg.topology_aware && model.ranked);
             let final_set = match decision {
-                Decision::Replace { set, why, .. }
-                    if cfg.topology_aware || why != ReplaceReason::Better =>
-                {
+                Decision::Replace { set, .. } => {
                     writes.push(Write {
                         request: ri,
                         node: ni,
                         set,
+                        count_only: None,
                     });
                     set
                 }
@@ -131,7 +172,7 @@ pub fn repick_job(
                     exclude.push(ni);
                     stock
                 }
-                _ => stock,
+                Decision::Keep(_) => stock,
             };
             taken.push((ni, final_set));
             log_decision(cfg, job_id.0, nv.name(), &input, &decision, req.type_name());
@@ -145,7 +186,12 @@ pub fn repick_job(
     }
     let mut replaced = 0;
     for w in &writes {
-        match requests[w.request].write_selected(w.node, w.set) {
+        let req = &mut requests[w.request];
+        let written = match w.count_only {
+            Some(width) => req.write_count_only(w.node, width, w.set),
+            None => req.write_selected(w.node, w.set),
+        };
+        match written {
             Ok(()) => replaced += 1,
             Err(e) => log::error!("JobId={job_id}: could not rewrite GPU selection: {e}"),
         }
@@ -193,9 +239,37 @@ fn log_decision<S: std::fmt::Display>(
         input.health.faulty,
         input.health.degraded,
     );
+    emit(verbose, &msg);
+}
+
+/// Writes a decision line: info level with `LogDecisions=yes`, else debug.
+fn emit(verbose: bool, msg: &str) {
     if verbose {
         log::info!(target: "gputopo::select", "{msg}");
     } else {
         log::debug!(target: "gputopo::select", "{msg}");
     }
+}
+
+/// The decision line for a node without topology records (see [`log_decision`]).
+fn log_first_fit(
+    cfg: &SelectConfig,
+    job: u32,
+    node: &str,
+    count: usize,
+    health: HealthMasks,
+    pick: Option<GpuSet>,
+) {
+    if !cfg.log_decisions && !crate::slurm::conf::debug_select_or_gres() {
+        return;
+    }
+    let what = match pick {
+        Some(set) => format!("chose {set} (first free, no topology)"),
+        None => "exclude node (not enough non-faulty free GPUs)".to_string(),
+    };
+    let msg = format!(
+        "decision JobId={job} node={node} type=any count={count} faulty={} degraded={} {what}",
+        health.faulty, health.degraded
+    );
+    emit(cfg.log_decisions, &msg);
 }

@@ -71,6 +71,9 @@ pub struct NodeFacts {
     pub health: HealthMasks,
     /// The engine's tables for `topo`.
     pub tables: Option<TopoHandle>,
+    /// Slurm knows its GPU topology ([`crate::plugin::steer::state::NodeModel::ranked`]):
+    /// only such nodes are ranked; the others wait for the final try, as cons_tres would.
+    pub ranked: bool,
 }
 
 /// Reads every candidate; nodes that cannot be modelled come back in the second list.
@@ -87,7 +90,7 @@ pub fn gather(
         let fact = node::view(job, ni).and_then(|nv| {
             let ng = nv.gpus()?;
             let model = st.model(&nv, &ng, cfg.prefer_agent_topology)?;
-            let of_type = model.of_type(need.type_id);
+            let of_type = model.of_type(need.type_id)?;
             Some(NodeFacts {
                 index: ni,
                 free: of_type
@@ -97,6 +100,7 @@ pub fn gather(
                 health: health_masks(model.health.as_deref(), cfg),
                 topo: Arc::clone(&model.topo),
                 tables: model.tables.clone(),
+                ranked: model.ranked,
             })
         });
         match fact {

@@ -7,21 +7,23 @@
 //!   are forwarded unchanged: a transient fault never makes a job "never runnable".
 //! - The last try is always every healthy candidate cons_tres was offered, so a job that
 //!   could run without gputopo still runs (unless only faulty GPUs would serve it).
-//! - cons_tres is called at most `MAX_TRIES` + `MAX_EXCLUSIONS` times per hook call; the
+//! - cons_tres is called at most `MAX_TRIES` + `MAX_EXCLUSIONS` + 1 times per hook call; the
 //!   candidate bitmap is slurmctld's scratch copy and is rewritten in place before each try.
+//!
+//! The loop itself (which nodes next, given cons_tres's last answer) is the core's state
+//! machine [`gputopo_core::steer::tries`]; this file reads Slurm's state into it, makes the
+//! calls and writes back.
 
 use std::ffi::c_int;
 use std::time::Instant;
 
 use crate::ffi;
 use crate::plugin::steer::gpus::{JobRepick, repick_job};
-use crate::plugin::steer::nodes::{self, MAX_TRIES};
+use crate::plugin::steer::nodes::{self, MAX_TRIES, NodeFacts};
 use crate::plugin::steer::state::{Stats, SteerState};
 use crate::slurm::bitmap::{BitmapMut, NodeIndex};
 use crate::slurm::job::JobView;
-
-/// Most exclude-and-retry rounds after cons_tres picked a faulty GPU.
-const MAX_EXCLUSIONS: usize = 4;
+use gputopo_core::steer::tries;
 
 /// Arguments of one `select_p_job_test` call that the hook reads.
 #[derive(Debug, Clone, Copy)]
@@ -115,67 +117,69 @@ fn steer(
         .filter(|f| !excluded.contains(&f.index))
         .cloned()
         .collect();
-    let mut tiers = if cfg.node_ranking && !whole && !call.preemption {
-        nodes::plan(st, &healthy, need, job.min_nodes(), &required)
-    } else {
-        vec![healthy.iter().map(|f| f.index).collect()]
+    let (ranked, unranked): (Vec<_>, Vec<_>) = healthy.into_iter().partition(|f| f.ranked);
+    let ids = |v: &[NodeFacts]| v.iter().map(|f| f.index.0).collect::<Vec<_>>();
+    let opaque_ids: Vec<usize> = opaque.iter().map(|n| n.0).collect();
+    let required_ids: Vec<usize> = required.iter().map(|n| n.0).collect();
+    let steering = tries::Steering {
+        node_ranking: cfg.node_ranking,
+        whole_node: whole,
+        preemption: call.preemption,
     };
-    // The final try also holds the nodes gputopo cannot model (cons_tres alone decides).
-    if let Some(last) = tiers.last_mut() {
-        last.extend(opaque.iter().copied());
-        last.sort_unstable();
-    }
-    let mut calls = 0usize;
-    let mut exclusions = 0usize;
-    let mut tier = 0usize;
+    let tiers = tries::tiers(
+        steering,
+        &ids(&ranked),
+        &ids(&unranked),
+        &opaque_ids,
+        &required_ids,
+        || {
+            nodes::plan(st, &ranked, need, job.min_nodes(), &required)
+                .into_iter()
+                .map(|t| t.into_iter().map(|n| n.0).collect())
+                .collect()
+        },
+    );
+    let mode = if will_run {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        tries::Mode::WillRun { now }
+    } else {
+        tries::Mode::RunNow
+    };
+    excluded.sort_unstable();
+    let plan = tries::Tries::new(tiers, excluded.iter().map(|n| n.0).collect(), mode);
     let mut rc = ffi::SLURM_ERROR;
-    while tier < tiers.len() {
-        let is_final = tier + 1 == tiers.len();
-        let nodes: Vec<NodeIndex> = tiers[tier]
-            .iter()
-            .copied()
-            .filter(|n| !excluded.contains(n))
-            .collect();
-        write_bitmap(bitmap, &nodes);
+    let (outcome, mut calls) = tries::run(plan, |offer| {
+        let offer: Vec<NodeIndex> = offer.iter().copied().map(NodeIndex).collect();
+        write_bitmap(bitmap, &offer);
         rc = timed(st, forward);
-        calls += 1;
         if rc != ffi::SLURM_SUCCESS as c_int {
-            tier += 1;
-            continue;
-        }
-        if will_run {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as i64);
-            if gputopo_core::steer::narrow::accept_will_run(is_final, job.start_time(), now) {
-                break;
+            tries::Answer::Failed
+        } else if will_run {
+            tries::Answer::Planned {
+                start: job.start_time(),
             }
-            tier += 1;
-            continue;
-        }
-        match repick_job(st, &cfg, job, call.gres_reserved) {
-            JobRepick::Done { .. } => break,
-            JobRepick::Exclude(nodes) => {
-                exclusions += 1;
-                excluded.extend(nodes);
-                if exclusions > MAX_EXCLUSIONS {
-                    // Give up for this cycle without leaving an allocation with a faulty GPU
-                    // behind: an empty try makes cons_tres fail and free job_resrcs.
-                    write_bitmap(bitmap, &[]);
-                    rc = timed(st, forward);
-                    calls += 1;
-                    if rc == ffi::SLURM_SUCCESS as c_int {
-                        rc = ffi::SLURM_ERROR;
-                    }
-                    break;
+        } else {
+            match repick_job(st, &cfg, job, call.gres_reserved) {
+                JobRepick::Done { .. } => tries::Answer::Placed,
+                JobRepick::Exclude(nodes) => {
+                    tries::Answer::Exclude(nodes.into_iter().map(|n| n.0).collect())
                 }
-                // Retry the same tier without the excluded nodes.
             }
         }
+    });
+    if outcome == tries::Outcome::GiveUp {
+        // Wait for this cycle without leaving an allocation with a faulty GPU behind: an
+        // empty try makes cons_tres fail and free job_resrcs.
+        write_bitmap(bitmap, &[]);
+        let _ = timed(st, forward);
+        calls += 1;
+        rc = ffi::SLURM_ERROR;
     }
     if calls > 1 {
         Stats::add(&st.stats.extra_stock_calls, (calls - 1) as u64);
     }
-    debug_assert!(calls <= MAX_TRIES + MAX_EXCLUSIONS + 2);
+    debug_assert!(calls <= MAX_TRIES + tries::MAX_EXCLUSIONS + 1);
     rc
 }

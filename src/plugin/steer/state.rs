@@ -6,14 +6,14 @@
 //! the hooks from its scheduler threads with its own locks held; the locks here are short and
 //! never held across a call into Slurm or cons_tres.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use gputopo_core::GpuSet;
 use gputopo_core::config::{Config, SelectConfig};
-use gputopo_core::health::{NodeHealth, Status, parse_extra};
+use gputopo_core::health::{NodeHealth, Parsed, Status, read_extra};
 use gputopo_core::placement::TopoHandle;
 use gputopo_core::placement::engine::Gputopo;
 use gputopo_core::steer::HealthMasks;
@@ -38,6 +38,8 @@ pub struct Stats {
     pub replaced: AtomicU64,
     /// Nodes excluded because they would have handed out a faulty GPU.
     pub excluded: AtomicU64,
+    /// Calls served by the degraded path after a panic ([`super::degraded`]).
+    pub degraded_calls: AtomicU64,
     /// When the counters were last logged (seconds since the epoch).
     pub logged_at: AtomicU64,
 }
@@ -67,7 +69,7 @@ impl Stats {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let calls = g(&self.calls).max(1);
         format!(
-            "job_test calls={} own_us={} stock_us={} own_us_per_call={:.1} stock_us_per_call={:.1} extra_stock_calls={} replaced={} excluded={}",
+            "job_test calls={} own_us={} stock_us={} own_us_per_call={:.1} stock_us_per_call={:.1} extra_stock_calls={} replaced={} excluded={} degraded_calls={}",
             g(&self.calls),
             g(&self.own_ns) / 1000,
             g(&self.stock_ns) / 1000,
@@ -76,6 +78,7 @@ impl Stats {
             g(&self.extra_stock_calls),
             g(&self.replaced),
             g(&self.excluded),
+            g(&self.degraded_calls),
         )
     }
 }
@@ -84,8 +87,12 @@ impl Stats {
 #[derive(Debug)]
 pub struct SteerState {
     config: RwLock<SelectConfig>,
-    health: Mutex<HealthCache<Arc<NodeHealth>>>,
+    health: Mutex<HealthCache<Arc<Parsed>>>,
     models: Mutex<HashMap<usize, ModelEntry>>,
+    /// Faulty GPUs per node index, as last read (kept for the degraded path after a panic).
+    faulty: Mutex<HashMap<usize, GpuSet>>,
+    /// Nodes already reported as too large to model (one log line per node).
+    unmodelled: Mutex<HashSet<String>>,
     /// The placement engine (interns per-topology tables).
     pub engine: Gputopo,
     /// Counters.
@@ -102,9 +109,11 @@ static STATE: OnceLock<SteerState> = OnceLock::new();
 /// The state, built on first use (config read then).
 pub fn state() -> &'static SteerState {
     STATE.get_or_init(|| SteerState {
-        config: RwLock::new(load_config()),
+        config: RwLock::new(load_config(None)),
         health: Mutex::new(HealthCache::new()),
         models: Mutex::new(HashMap::new()),
+        unmodelled: Mutex::new(HashSet::new()),
+        faulty: Mutex::new(HashMap::new()),
         engine: Gputopo::new(),
         stats: Stats::default(),
     })
@@ -128,8 +137,9 @@ fn config_path() -> PathBuf {
     gputopo_core::config::config_path(env.as_deref(), slurm_conf.as_deref())
 }
 
-/// Reads gputopo.conf; a bad file is logged as an error and the safe defaults are used.
-fn load_config() -> SelectConfig {
+/// Reads gputopo.conf (logging the settings) and saves its text as the last good one;
+/// `None` for a bad file, logged as an error.
+fn read_config() -> Option<SelectConfig> {
     let path = config_path();
     match Config::load(&path) {
         Ok(c) => {
@@ -143,13 +153,48 @@ fn load_config() -> SelectConfig {
                 yes(c.select.prefer_agent_topology),
                 yes(c.select.log_decisions),
             );
-            c.select
+            save_last_good(&std::fs::read_to_string(&path).unwrap_or_default());
+            Some(c.select)
         }
         Err(e) => {
-            log::error!("{e}; using the default select settings");
-            SelectConfig::default()
+            log::error!("{e}");
+            None
         }
     }
+}
+
+/// Where the text of the last gputopo.conf that parsed is kept: 24.11 re-executes
+/// slurmctld on `scontrol reconfigure`, so memory alone cannot carry it over.
+fn last_good_path() -> Option<PathBuf> {
+    crate::slurm::conf::state_save_location().map(|d| d.join("gputopo.conf.last-good"))
+}
+
+fn save_last_good(text: &str) {
+    let Some(path) = last_good_path() else { return };
+    if let Err(e) = std::fs::write(&path, text) {
+        log::debug!("cannot save {}: {e}", path.display());
+    }
+}
+
+/// The settings saved by the last good read, if any.
+fn saved_last_good() -> Option<SelectConfig> {
+    let text = std::fs::read_to_string(last_good_path()?).ok()?;
+    Config::parse(&text).ok().map(|c| c.select)
+}
+
+/// The settings to use: gputopo.conf when it is good; else `current` (a reconfigure in the
+/// same process), else the last good file saved by an earlier read (a 24.11 reconfigure
+/// re-executes slurmctld), else the safe defaults. A bad file never resets good settings.
+fn load_config(current: Option<SelectConfig>) -> SelectConfig {
+    if let Some(fresh) = read_config() {
+        return fresh;
+    }
+    if let Some(kept) = current.or_else(saved_last_good) {
+        log::error!("keeping the last good select settings");
+        return kept;
+    }
+    log::error!("using the default select settings");
+    SelectConfig::default()
 }
 
 fn yes(b: bool) -> &'static str {
@@ -165,14 +210,12 @@ impl SteerState {
             .clone()
     }
 
-    /// `scontrol reconfigure`: re-reads gputopo.conf and forgets cached health/topologies.
+    /// `scontrol reconfigure`: re-reads gputopo.conf (a bad file keeps the settings in force)
+    /// and forgets the cached topologies. The health cache stays: it is keyed by content,
+    /// and it holds each node's last good health, which a reconfigure must not drop.
     pub fn reconfigure(&self) {
-        let fresh = load_config();
+        let fresh = load_config(Some(self.config()));
         *self.config.write().unwrap_or_else(PoisonError::into_inner) = fresh;
-        self.health
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
         self.models
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -180,32 +223,78 @@ impl SteerState {
         log::info!("select: {}", self.stats.summary());
     }
 
-    /// The node's published health (parsed once per `Extra` change); `None` when there is
-    /// none or it is malformed (logged once per distinct malformed value).
+    /// The node's published health (parsed once per `Extra` change). A bad value keeps the
+    /// node's last good health (health fails closed); each distinct bad value and each
+    /// partial record is logged once at error level.
     fn node_health(&self, node: &NodeView<'_>) -> Option<Arc<NodeHealth>> {
         let mut cache = self.health.lock().unwrap_or_else(PoisonError::into_inner);
-        let parse = |s: &str| parse_extra(s).map(|h| h.map(Arc::new));
-        match cache.lookup(node.name(), node.extra(), parse) {
-            Lookup::Parsed(h) => Some(Arc::clone(h)),
-            Lookup::Malformed { error, first_seen } => {
-                if first_seen {
-                    log::error!(
-                        "node {}: {error}; its GPUs are treated as healthy",
-                        node.name()
-                    );
-                }
-                None
+        let extra = node.extra();
+        let parse = |s: &str| read_extra(s).map(|p| p.map(Arc::new));
+        let found = cache.lookup(node.name(), extra.as_deref(), parse);
+        match &found {
+            Lookup::Parsed {
+                value,
+                first_seen: true,
+            } if !value.problems.is_empty() => {
+                log::error!(
+                    "node {}: node Extra: gputopo health used in part: {}",
+                    node.name(),
+                    value.problems.join("; ")
+                );
             }
-            Lookup::NoInfo => None,
+            Lookup::Malformed {
+                error,
+                first_seen: true,
+                kept,
+            } => {
+                let keeps = match kept {
+                    Some(h) => format!(
+                        "keeping its last good health (faulty GPUs: {})",
+                        h.health.with_status(Status::Faulty)
+                    ),
+                    None => {
+                        "no earlier health is known, so its GPUs are treated as healthy".to_string()
+                    }
+                };
+                log::error!("node {}: {error}; {keeps}", node.name());
+            }
+            _ => {}
+        }
+        found.value().map(|p| Arc::new(p.health.clone()))
+    }
+
+    /// Node indices with a GPU published faulty when their model was last built.
+    pub fn known_faulty_nodes(&self) -> Vec<usize> {
+        let map = self.faulty.lock().unwrap_or_else(PoisonError::into_inner);
+        map.iter()
+            .filter(|(_, f)| !f.is_empty())
+            .map(|(n, _)| *n)
+            .collect()
+    }
+
+    /// Reports once per node that it has more GPUs than gputopo models: cons_tres alone
+    /// schedules it, and published health cannot be applied there.
+    fn note_unmodelled(&self, node: &str, gpus: usize) {
+        let mut seen = self
+            .unmodelled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if seen.insert(node.to_string()) {
+            log::error!(
+                "node {node}: {gpus} GPUs, more than the {} gputopo models; cons_tres alone schedules it and its published health is not applied",
+                gputopo_core::gpuset::MAX_GPUS
+            );
         }
     }
 
     /// What gputopo knows of a node's GPUs: its topology (`Links=`/`Cores=` from its GRES
     /// state in slurmctld, overridden by the agent's published links when
     /// `PreferAgentTopology`; NVSwitch boards, where Slurm's Links are all 0), its published
-    /// health, and its GPU types. Cached per node and rebuilt when the node's GRES state
-    /// object or its `Extra` text changes (both are replaced, not edited, by slurmctld on
-    /// registration, reconfigure and `scontrol update`), or on `scontrol reconfigure`.
+    /// health, and its GPU types. Cached per node (one entry per node-table slot, so the
+    /// cache is bounded by the node count) and rebuilt when what it is built from changes:
+    /// the GRES state's object and content ([`NodeGres::content_key`]: slurmctld edits it in
+    /// place on re-registration and `scontrol update Gres=`), the node's registration time,
+    /// its `Extra` text, or on `scontrol reconfigure`.
     pub fn model(
         &self,
         node: &NodeView<'_>,
@@ -214,22 +303,42 @@ impl SteerState {
     ) -> Option<Arc<NodeModel>> {
         let key = node.index().0;
         let extra = node.extra();
+        let content = (
+            gres.id(),
+            gres.content_key(),
+            node.registration(),
+            node.cores_per_socket(),
+        );
         {
             let map = self.models.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(e) = map.get(&key) {
-                if e.gres_id == gres.id() && e.extra.as_deref() == extra {
+                if e.content == content && e.extra.as_deref() == extra.as_deref() {
                     return Some(Arc::clone(&e.model));
                 }
             }
         }
+        if gres.count() > gputopo_core::gpuset::MAX_GPUS {
+            self.note_unmodelled(node.name(), gres.count());
+            return None;
+        }
         let health = self.node_health(node);
         let agent = health.as_deref().filter(|_| prefer_agent);
         let topo = build_topology(node, &gres.gpu_cores(), gres.links().as_deref(), agent)?;
-        let types = gres.topo().iter().map(|t| (t.type_id, t.gpus)).collect();
+        let types: Vec<(u32, GpuSet)> = gres.topo().iter().map(|t| (t.type_id, t.gpus)).collect();
+        let faulty = health
+            .as_deref()
+            .map_or(GpuSet::EMPTY, |h| h.with_status(Status::Faulty));
+        self.faulty
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, faulty);
         let tables = self.engine.handle(&topo);
         let model = Arc::new(NodeModel {
             topo: Arc::new(topo),
             health,
+            // Slurm keeps topology records only when some gres.conf line has Type= or
+            // Cores= (gres.c `_get_tot_gres_cnt`); a plain `File=` node has none.
+            ranked: !types.is_empty(),
             types,
             tables,
         });
@@ -239,8 +348,8 @@ impl SteerState {
             .insert(
                 key,
                 ModelEntry {
-                    gres_id: gres.id(),
-                    extra: extra.map(str::to_string),
+                    content,
+                    extra: extra.map(std::borrow::Cow::into_owned),
                     model: Arc::clone(&model),
                 },
             );
@@ -257,24 +366,37 @@ pub struct NodeModel {
     pub health: Option<Arc<NodeHealth>>,
     /// (type id, GPUs) per topology record.
     pub types: Vec<(u32, GpuSet)>,
+    /// Slurm knows the node's GPU topology (it has topology records). A node without them
+    /// (plain `File=` lines) is scheduled exactly as cons_tres does: never ranked, and its
+    /// GPUs re-picked only to avoid faulty or degraded ones.
+    pub ranked: bool,
     /// The engine's interned tables for `topo` (`None` above 16 GPUs).
     pub tables: Option<TopoHandle>,
 }
 
 impl NodeModel {
-    /// GPUs of type `type_id` (every GPU for an untyped request), as cons_tres matches types.
-    pub fn of_type(&self, type_id: Option<u32>) -> GpuSet {
-        self.types
-            .iter()
-            .filter(|(t, _)| type_id.is_none_or(|id| id == *t))
-            .fold(GpuSet::EMPTY, |acc, (_, g)| acc.union(*g))
-            .intersection(self.topo.all())
+    /// GPUs of type `type_id` (every GPU for an untyped request), as cons_tres matches types;
+    /// `None` when unknown: a typed request on a node without topology records, where
+    /// cons_tres matches the type through counts only.
+    pub fn of_type(&self, type_id: Option<u32>) -> Option<GpuSet> {
+        if !self.ranked {
+            return type_id.is_none().then(|| self.topo.all());
+        }
+        Some(
+            self.types
+                .iter()
+                .filter(|(t, _)| type_id.is_none_or(|id| id == *t))
+                .fold(GpuSet::EMPTY, |acc, (_, g)| acc.union(*g))
+                .intersection(self.topo.all()),
+        )
     }
 }
 
 #[derive(Debug)]
 struct ModelEntry {
-    gres_id: usize,
+    /// What the model was built from: GRES state object and content, the node's last
+    /// registration, its cores per socket.
+    content: (usize, u64, (crate::ffi::time_t, crate::ffi::time_t), usize),
     extra: Option<String>,
     model: Arc<NodeModel>,
 }

@@ -31,6 +31,8 @@
 //! considers, so it is cheap: one pass of serde_json over the string, skipping foreign keys
 //! without allocating, and a few small vectors for our part. It never panics (property-tested).
 
+mod gpu_list;
+
 use super::{GpuHealth, Reason, Status};
 use crate::gpuset::{GpuSet, MAX_GPUS};
 use crate::topology::{NodeTopology, PcieLevel};
@@ -222,16 +224,35 @@ impl NodeHealth {
 #[error("node Extra: malformed \"gputopo\" health: {0}")]
 pub struct ExtraError(pub String);
 
-/// Parses a node's `Extra` string.
+/// Parses a node's `Extra` string; [`read_extra`] without the list of problems.
+pub fn parse_extra(extra: &str) -> Result<Option<NodeHealth>, ExtraError> {
+    read_extra(extra).map(|p| p.map(|p| p.health))
+}
+
+/// What [`read_extra`] made of our part of `Extra`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parsed {
+    /// The usable health.
+    pub health: NodeHealth,
+    /// Parts that could not be used (one message each), resolved towards caution: see
+    /// `gpu_list` (unknown status → unknown, duplicate → most severe, bad index → dropped)
+    /// and matrices of the wrong shape, which are dropped. Empty for a clean record.
+    pub problems: Vec<String>,
+}
+
+/// Reads a node's `Extra` string.
 ///
-/// - `Ok(None)`: not ours: empty, not JSON, JSON that is not an object, or an object without a
-///   `gputopo` key (or with `"gputopo":null`). The select plugin then treats every GPU as ok.
-/// - `Ok(Some(h))`: our health, validated (version, unique indices below [`MAX_GPUS`], square
-///   matrices with one row per GPU).
-/// - `Err(e)`: a `gputopo` key that is malformed; log it and treat the node as unpublished.
+/// - `Ok(None)`: not ours: empty, not JSON without a `"gputopo"` in it, JSON that is not an
+///   object, or an object without a `gputopo` key (or with `"gputopo":null`). The select
+///   plugin then treats every GPU as ok.
+/// - `Ok(Some(p))`: our health, with the entries that could be used (see [`Parsed`]); a
+///   bad entry never drops another GPU's verdict.
+/// - `Err(e)`: our part is unusable as a whole: a `"gputopo"` in text that is not JSON
+///   (truncated, `NaN`), a wrong shape, or another version. The plugin keeps the node's last
+///   good health then.
 ///
 /// Never panics; allocates only for our part of the string.
-pub fn parse_extra(extra: &str) -> Result<Option<NodeHealth>, ExtraError> {
+pub fn read_extra(extra: &str) -> Result<Option<Parsed>, ExtraError> {
     let t = extra.trim_start();
     if !t.starts_with('{') {
         return Ok(None);
@@ -239,8 +260,11 @@ pub fn parse_extra(extra: &str) -> Result<Option<NodeHealth>, ExtraError> {
     let env: wire::Envelope = match serde_json::from_str(t) {
         Ok(e) => e,
         Err(e) => {
-            // Not JSON at all (an admin string that happens to start with '{'): not ours.
-            if serde_json::from_str::<serde::de::IgnoredAny>(t).is_err() {
+            // Not JSON at all: an admin string that happens to start with '{' is not ours,
+            // unless it names our key (our JSON, truncated or corrupted).
+            if serde_json::from_str::<serde::de::IgnoredAny>(t).is_err()
+                && !t.contains("\"gputopo\"")
+            {
                 return Ok(None);
             }
             return Err(ExtraError(e.to_string()));
@@ -255,52 +279,41 @@ pub fn parse_extra(extra: &str) -> Result<Option<NodeHealth>, ExtraError> {
             w.v
         )));
     }
-    let mut seen = GpuSet::EMPTY;
-    let mut gpus = Vec::with_capacity(w.gpus.len());
-    for g in w.gpus {
-        if g.i >= MAX_GPUS || seen.contains(g.i) {
-            return Err(ExtraError(format!(
-                "GPU index {} is repeated or not below {MAX_GPUS}",
-                g.i
-            )));
-        }
-        seen.insert(g.i);
-        gpus.push(GpuHealth {
-            index: g.i,
-            status: g.s,
-            reasons: g.r,
-            device: super::Device {
-                minor: g.m,
-                bus: g.b,
-            },
-        });
-    }
-    gpus.sort_by_key(|g| g.index);
-    let links = w
-        .links
-        .map(|r| LinkMatrix::from_rows(r, "links", u8::MAX))
-        .transpose()?;
-    let pcie = w
-        .pcie
-        .map(|r| LinkMatrix::from_rows(r, "pcie", (PcieLevel::ALL.len() - 1) as u8))
-        .transpose()?;
-    for (what, m) in [("links", &links), ("pcie", &pcie)] {
-        if let Some(m) = m {
-            if !gpus.is_empty() && m.len() != gpus.len() {
-                return Err(ExtraError(format!(
-                    "{what}: {} rows for {} GPUs",
+    let (gpus, mut problems) = gpu_list::verdicts(w.gpus);
+    let mut matrix = |rows: Option<Vec<Vec<u8>>>, what: &str, max: u8| {
+        let m = match rows
+            .map(|r| LinkMatrix::from_rows(r, what, max))
+            .transpose()
+        {
+            Ok(m) => m,
+            Err(e) => {
+                problems.push(format!("{}; ignored", e.0));
+                return None;
+            }
+        };
+        match m {
+            Some(m) if !gpus.is_empty() && m.len() != gpus.len() => {
+                problems.push(format!(
+                    "{what}: {} rows for {} GPUs; ignored",
                     m.len(),
                     gpus.len()
-                )));
+                ));
+                None
             }
+            m => m,
         }
-    }
-    Ok(Some(NodeHealth {
-        gpus,
-        links,
-        pcie,
-        errors: w.e,
-        time: w.t,
+    };
+    let links = matrix(w.links, "links", u8::MAX);
+    let pcie = matrix(w.pcie, "pcie", (PcieLevel::ALL.len() - 1) as u8);
+    Ok(Some(Parsed {
+        health: NodeHealth {
+            gpus,
+            links,
+            pcie,
+            errors: w.e,
+            time: w.t,
+        },
+        problems,
     }))
 }
 
@@ -358,10 +371,27 @@ mod wire {
     #[derive(serde::Deserialize)]
     pub(super) struct Envelope {
         #[serde(default)]
-        pub gputopo: Option<Health>,
+        pub gputopo: Option<HealthIn>,
     }
 
-    #[derive(serde::Serialize, serde::Deserialize)]
+    /// [`Health`] as read: entries checked one by one (`super::gpu_list`).
+    #[derive(serde::Deserialize)]
+    pub(super) struct HealthIn {
+        pub v: u32,
+        #[serde(default)]
+        pub gpus: Vec<super::gpu_list::RawGpu>,
+        #[serde(default)]
+        pub links: Option<Vec<Vec<u8>>>,
+        #[serde(default)]
+        pub pcie: Option<Vec<Vec<u8>>>,
+        #[serde(default)]
+        pub e: Vec<Reason>,
+        /// When the agent wrote it; informational, so a malformed value is ignored.
+        #[serde(default, deserialize_with = "super::gpu_list::lenient_u64")]
+        pub t: Option<u64>,
+    }
+
+    #[derive(serde::Serialize)]
     pub(super) struct Health {
         pub v: u32,
         #[serde(default)]
@@ -377,7 +407,7 @@ mod wire {
         pub t: Option<u64>,
     }
 
-    #[derive(serde::Serialize, serde::Deserialize)]
+    #[derive(serde::Serialize)]
     pub(super) struct Gpu {
         pub i: usize,
         pub s: Status,
@@ -393,120 +423,4 @@ mod wire {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::topology::fixture;
-
-    fn sample() -> NodeHealth {
-        let topo = fixture::parse(
-            "Node Name=x Gpus=2\nGpu Index=0 SwitchLinks=18\nGpu Index=1 SwitchLinks=18\n",
-        )
-        .unwrap();
-        NodeHealth::new(
-            vec![
-                GpuHealth::from_reasons(1, vec![Reason::EccUncorrectable]),
-                GpuHealth::from_reasons(0, vec![]),
-            ],
-            Some(&topo),
-            vec![],
-        )
-    }
-
-    #[test]
-    fn round_trips_and_is_compact() {
-        let h = sample();
-        let json = h.to_json();
-        assert_eq!(
-            json,
-            r#"{"v":1,"gpus":[{"i":0,"s":"ok"},{"i":1,"s":"faulty","r":["ecc_uncorrectable"]}],"links":[[0,18],[18,0]],"pcie":[[0,3],[3,0]]}"#
-        );
-        let extra = merge_extra("", &h).unwrap();
-        assert_eq!(parse_extra(&extra).unwrap(), Some(h.clone()));
-        assert_eq!(h.with_status(Status::Faulty), GpuSet::from_bits(0b10));
-        assert_eq!(h.pcie_level(0, 1), Some(PcieLevel::Phb));
-    }
-
-    #[test]
-    fn foreign_values_are_not_ours() {
-        for s in [
-            "",
-            "(null)",
-            "rack=12",
-            "{not json",
-            "[1,2]",
-            "5",
-            r#"{"a":1}"#,
-            r#"{"gputopo":null}"#,
-        ] {
-            assert_eq!(parse_extra(s), Ok(None), "{s}");
-        }
-        for s in [
-            r#"{"gputopo":{"v":2}}"#,
-            r#"{"gputopo":{"v":1,"gpus":[{"i":0,"s":"ok"},{"i":0,"s":"ok"}]}}"#,
-            r#"{"gputopo":{"v":1,"gpus":[{"i":0,"s":"weird"}]}}"#,
-            r#"{"gputopo":{"v":1,"gpus":[{"i":0,"s":"ok"}],"links":[[0,1]]}}"#,
-            r#"{"gputopo":{"v":1,"pcie":[[9]]}}"#,
-            r#"{"gputopo":[]}"#,
-        ] {
-            assert!(parse_extra(s).is_err(), "{s}");
-        }
-    }
-
-    #[test]
-    fn merge_keeps_foreign_keys_and_refuses_plain_strings() {
-        let h = sample();
-        let m = merge_extra(r#"{"rack":"b12","gputopo":{"v":0}}"#, &h).unwrap();
-        assert!(m.starts_with(r#"{"gputopo":{"v":1,"#));
-        assert!(m.ends_with(r#","rack":"b12"}"#));
-        assert_eq!(merge_extra(&m, &h).unwrap(), m, "idempotent");
-        assert!(matches!(
-            merge_extra("rack b12", &h),
-            Err(MergeRefused::NotJson(_))
-        ));
-        assert!(matches!(
-            merge_extra("[1]", &h),
-            Err(MergeRefused::NotObject(_))
-        ));
-    }
-
-    #[test]
-    fn applies_measured_links() {
-        let mut t = crate::topology::NodeTopology::uniform("t", 2, PcieLevel::Sys).unwrap();
-        assert!(sample().apply_to(&mut t));
-        assert_eq!(t.link(0, 1).nvlinks, 18);
-        assert_eq!(t.link(1, 0).pcie, PcieLevel::Phb);
-        let mut t3 = crate::topology::NodeTopology::uniform("t", 3, PcieLevel::Sys).unwrap();
-        assert!(!sample().apply_to(&mut t3));
-    }
-}
-
-#[cfg(test)]
-mod fuzz {
-    use super::*;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn parse_never_panics(s in ".{0,200}") {
-            let _ = parse_extra(&s);
-            let _ = merge_extra(&s, &NodeHealth::default());
-        }
-
-        #[test]
-        fn parse_never_panics_on_near_misses(
-            v in 0u32..3, i in proptest::collection::vec(0usize..40, 0..5),
-            s in "(ok|faulty|degraded|unknown|x)", r in "[a-z_:0-9]{0,12}",
-            n in 0usize..4, m in 0usize..4, c in 0u16..300,
-        ) {
-            let gpus: Vec<String> = i.iter().map(|i| format!(r#"{{"i":{i},"s":"{s}","r":["{r}"]}}"#)).collect();
-            let row = format!("[{}]", vec![c.to_string(); m].join(","));
-            let links = format!("[{}]", vec![row; n].join(","));
-            let text = format!(r#"{{"x":[1,{{}}],"gputopo":{{"v":{v},"gpus":[{}],"links":{links},"pcie":{links}}}}}"#, gpus.join(","));
-            if let Ok(Some(h)) = parse_extra(&text) {
-                // Whatever parses re-serialises to something that parses the same.
-                let again = parse_extra(&merge_extra("", &h).unwrap()).unwrap();
-                prop_assert_eq!(again, Some(h));
-            }
-        }
-    }
-}
+mod tests;

@@ -3,46 +3,72 @@
 //! `select_p_job_test` runs for every pending job in every scheduling cycle and reads the
 //! health of every candidate node; the agent changes a node's `Extra` rarely. So the plugin
 //! keeps the last `Extra` text per node with its parsed value and re-parses only when the
-//! text differs. A malformed value is reported once (when it first appears, the caller logs
-//! it) and then treated as "no health information": a broken publisher never takes GPUs out
-//! of service.
+//! text differs.
 //!
-//! The parser is passed in (the agent's `health::parse_extra` in slurmctld), so the cache is
-//! generic over what it stores and knows nothing of the JSON format.
+//! Health fails closed: when a node's `Extra` turns unusable (malformed, truncated, or no
+//! longer carrying gputopo's health), the node keeps its last good health, so a broken
+//! publisher never returns a known faulty GPU to service. Each distinct bad value is reported
+//! once per node (the caller logs it at error level), even when two bad values alternate.
+//! Only an empty `Extra` (`scontrol update NodeName=.. Extra=`, the administrator's reset)
+//! forgets a node's health.
+//!
+//! The parser is passed in (`health::read_extra` in slurmctld), so the cache is generic over
+//! what it stores and knows nothing of the JSON format.
 
 use std::collections::HashMap;
+use std::collections::hash_map::DefaultHasher;
 use std::fmt::Display;
+use std::hash::{Hash, Hasher};
+
+/// How many distinct values per node are remembered as already reported.
+const REPORTED_PER_NODE: usize = 8;
+
+/// The message for an `Extra` that no longer carries gputopo's health after it did.
+pub const NOT_OURS_ANY_MORE: &str =
+    "node Extra no longer holds gputopo health (overwritten by someone else?)";
 
 /// One node's cached `Extra` and what it parsed to.
 #[derive(Debug)]
 struct Entry<T> {
     extra: String,
     parsed: Result<Option<T>, String>,
+    /// The last good value before the current text, kept while the current one is unusable.
+    last_good: Option<T>,
+    /// Hashes of the texts already reported (most recent last, bounded).
+    reported: Vec<u64>,
 }
 
 /// The answer for one node.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Lookup<'a, T> {
-    /// No `Extra`, or an `Extra` without gputopo's health in it.
+    /// No `Extra`, or an `Extra` without gputopo's health in it (and none before).
     NoInfo,
     /// gputopo's health for the node.
-    Parsed(&'a T),
-    /// The `Extra` text could not be parsed; treat as no information.
-    Malformed {
-        /// The parser's message.
-        error: &'a str,
-        /// True only on the lookup that parsed this text: log then, and never again for
-        /// the same text.
+    Parsed {
+        /// The value.
+        value: &'a T,
+        /// True when this text was not seen (for this node) before: report its problems.
         first_seen: bool,
+    },
+    /// The current `Extra` cannot be used; `kept` is the node's last good health, if any,
+    /// which stays in force.
+    Malformed {
+        /// The parser's message (or [`NOT_OURS_ANY_MORE`]).
+        error: &'a str,
+        /// True the first time this text is seen for this node: log it then only.
+        first_seen: bool,
+        /// The last good health, still applied.
+        kept: Option<&'a T>,
     },
 }
 
 impl<T> Lookup<'_, T> {
-    /// The parsed health, if any.
+    /// The health in force: the parsed value, or the last good one kept over a bad value.
     pub fn value(&self) -> Option<&T> {
         match self {
-            Lookup::Parsed(v) => Some(v),
-            _ => None,
+            Lookup::Parsed { value, .. } => Some(value),
+            Lookup::Malformed { kept, .. } => *kept,
+            Lookup::NoInfo => None,
         }
     }
 }
@@ -61,6 +87,12 @@ impl<T> Default for HealthCache<T> {
             parses: 0,
         }
     }
+}
+
+fn text_hash(text: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
 }
 
 impl<T> HealthCache<T> {
@@ -83,28 +115,54 @@ impl<T> HealthCache<T> {
             self.entries.remove(node);
             return Lookup::NoInfo;
         }
-        let fresh = match self.entries.get(node) {
-            Some(e) => e.extra != text,
-            None => true,
-        };
-        if fresh {
+        let mut first_seen = false;
+        let changed = self.entries.get(node).is_none_or(|e| e.extra != text);
+        if changed {
             self.parses += 1;
             let parsed = parse(text).map_err(|e| e.to_string());
-            self.entries.insert(
-                node.to_string(),
-                Entry {
-                    extra: text.to_string(),
-                    parsed,
-                },
-            );
+            let e = self
+                .entries
+                .entry(node.to_string())
+                .or_insert_with(|| Entry {
+                    extra: String::new(),
+                    parsed: Ok(None),
+                    last_good: None,
+                    reported: Vec::new(),
+                });
+            if let Ok(Some(old)) = std::mem::replace(&mut e.parsed, parsed) {
+                e.last_good = Some(old);
+            }
+            if matches!(e.parsed, Ok(Some(_))) {
+                e.last_good = None;
+            }
+            e.extra = text.to_string();
+            let h = text_hash(text);
+            if !e.reported.contains(&h) {
+                first_seen = true;
+                if e.reported.len() == REPORTED_PER_NODE {
+                    e.reported.remove(0);
+                }
+                e.reported.push(h);
+            }
         }
-        match self.entries.get(node).map(|e| &e.parsed) {
-            Some(Ok(Some(v))) => Lookup::Parsed(v),
-            Some(Err(error)) => Lookup::Malformed {
+        let Some(e) = self.entries.get(node) else {
+            return Lookup::NoInfo;
+        };
+        match &e.parsed {
+            Ok(Some(value)) => Lookup::Parsed { value, first_seen },
+            Err(error) => Lookup::Malformed {
                 error,
-                first_seen: fresh,
+                first_seen,
+                kept: e.last_good.as_ref(),
             },
-            Some(Ok(None)) | None => Lookup::NoInfo,
+            Ok(None) => match e.last_good.as_ref() {
+                Some(kept) => Lookup::Malformed {
+                    error: NOT_OURS_ANY_MORE,
+                    first_seen,
+                    kept: Some(kept),
+                },
+                None => Lookup::NoInfo,
+            },
         }
     }
 
@@ -113,7 +171,7 @@ impl<T> HealthCache<T> {
         self.entries.retain(|name, _| keep(name));
     }
 
-    /// Forgets everything (after `scontrol reconfigure`, so a changed parser config applies).
+    /// Forgets everything.
     pub fn clear(&mut self) {
         self.entries.clear();
     }
@@ -174,14 +232,15 @@ mod tests {
     }
 
     #[test]
-    fn malformed_is_reported_once_and_means_no_info() {
+    fn malformed_without_earlier_health_is_reported_once_and_means_no_info() {
         let mut c = HealthCache::new();
         let first = c.lookup("n1", Some("{"), parse);
         assert_eq!(
             first,
             Lookup::Malformed {
                 error: "unexpected end of JSON",
-                first_seen: true
+                first_seen: true,
+                kept: None,
             }
         );
         assert_eq!(first.value(), None);
@@ -195,15 +254,49 @@ mod tests {
             ));
         }
         assert_eq!(c.parses(), 1);
-        // Fixed by the agent: parsed again, and a new breakage is reported again.
+        // Fixed by the agent: parsed again; the same breakage again is not logged again,
+        // but the good value is kept over it.
         assert!(c.lookup("n1", Some("bad=1"), parse).value().is_some());
+        let again = c.lookup("n1", Some("{"), parse);
         assert!(matches!(
-            c.lookup("n1", Some("{"), parse),
+            again,
             Lookup::Malformed {
-                first_seen: true,
+                first_seen: false,
                 ..
             }
         ));
+        assert_eq!(again.value().cloned(), Some("1".into()));
+    }
+
+    #[test]
+    fn bad_values_keep_the_last_good_health_and_are_reported_once_each() {
+        let mut c = HealthCache::new();
+        assert_eq!(
+            c.lookup("n1", Some("bad=3"), parse).value().cloned(),
+            Some("3".into())
+        );
+        let mut reports = 0;
+        // Two distinct bad values alternating, and an admin string over our JSON.
+        for text in ["{", "{x", "rack=7", "{", "{x", "rack=7"] {
+            let l = c.lookup("n1", Some(text), |s| {
+                if s == "{x" {
+                    Err("truncated".to_string())
+                } else {
+                    parse(s)
+                }
+            });
+            assert_eq!(l.value().cloned(), Some("3".into()), "{text}: fault kept");
+            if let Lookup::Malformed { first_seen, .. } = l {
+                reports += usize::from(first_seen);
+            }
+        }
+        assert_eq!(reports, 3, "one report per distinct bad value");
+        // A new good value replaces it; clearing Extra forgets it.
+        assert_eq!(
+            c.lookup("n1", Some("bad=5"), parse).value().cloned(),
+            Some("5".into())
+        );
+        assert_eq!(c.lookup("n1", Some(""), parse), Lookup::NoInfo);
     }
 
     #[test]

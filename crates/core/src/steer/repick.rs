@@ -93,6 +93,9 @@ pub enum KeepReason {
     AlreadyBest,
     /// The engine's set scores no better, or no alternative exists and the pick is healthy.
     NoBetter,
+    /// A better-connected set exists but is not taken: `TopologyAware=no`, or Slurm does
+    /// not know the node's topology (no `Type=`/`Cores=` in gres.conf). Set by the caller.
+    TopologyOff,
 }
 
 /// Why a new set replaces cons_tres's pick.
@@ -141,6 +144,20 @@ pub enum Decision<S> {
 }
 
 impl<S> Decision<S> {
+    /// The decision with topology-only replacements turned into [`KeepReason::TopologyOff`]
+    /// when `topology_pick` is false (`TopologyAware=no`, or a node whose topology Slurm does
+    /// not know). Replacements that avoid faulty or degraded GPUs always stand: health is
+    /// not a topology preference.
+    pub fn gate_topology(self, topology_pick: bool) -> Self {
+        match self {
+            Decision::Replace {
+                why: ReplaceReason::Better,
+                ..
+            } if !topology_pick => Decision::Keep(KeepReason::TopologyOff),
+            d => d,
+        }
+    }
+
     /// The GPUs the job ends up with on the node, given cons_tres's `stock` pick; `None`
     /// when the node is excluded.
     pub fn final_set(&self, stock: GpuSet) -> Option<GpuSet> {

@@ -302,3 +302,27 @@ fn exhaustive_invariants_on_dgx1v() {
         "the sweep exercised replacements ({replaced_n})"
     );
 }
+
+#[test]
+fn topology_gate_keeps_health_replacements_only() {
+    let better = |why| Decision::Replace {
+        set: set(&[2, 3]),
+        why,
+        old_score: (),
+        new_score: (),
+    };
+    assert_eq!(
+        better(ReplaceReason::Better).gate_topology(false),
+        Decision::Keep(KeepReason::TopologyOff)
+    );
+    assert_eq!(
+        better(ReplaceReason::Better).gate_topology(true),
+        better(ReplaceReason::Better)
+    );
+    for why in [ReplaceReason::AvoidsFaulty, ReplaceReason::AvoidsDegraded] {
+        assert_eq!(better(why).gate_topology(false), better(why));
+    }
+    let ex = ExcludeReason::NotEnoughHealthy { need: 2, have: 1 };
+    let d: Decision<()> = Decision::ExcludeNode(ex);
+    assert_eq!(d.gate_topology(false), Decision::ExcludeNode(ex));
+}

@@ -1,0 +1,82 @@
+//! Cost of the select hook's pure decision loop at cluster scale: the health pre-filter, the
+//! node ranking (`narrow::plan`) and the tries state machine (`tries::run`, against a fake
+//! cons_tres that fails the first tier), over 1k and 10k candidate DGX-1V nodes with mixed
+//! free GPUs and a faulty GPU on every 7th node. This is the per-call work that grows with
+//! the candidate count (docs/select.md, "Scale"); the Slurm-side reads are measured by
+//! contrib/bench-select.sh.
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use gputopo_core::GpuSet;
+use gputopo_core::placement::engine::Gputopo;
+use gputopo_core::steer::narrow::{self, Basis, Candidate, Need};
+use gputopo_core::steer::tries::{self, Answer, Mode, Steering, Tries};
+use gputopo_core::steer::{HealthMasks, Prepared};
+use gputopo_core::topology::fixture;
+use std::hint::black_box;
+
+fn bench(c: &mut Criterion) {
+    let topo = fixture::parse(include_str!("../contrib/topologies/dgx1v.topo"))
+        .expect("contrib/topologies/dgx1v.topo parses (tested)");
+    let engine = Gputopo::new();
+    let handle = engine.handle(&topo).expect("8 GPUs have tables");
+    let prepared = Prepared::new(&engine, [(&topo, handle)]);
+    let mut g = c.benchmark_group("steer_loop");
+    for n in [1_000usize, 10_000] {
+        let cands: Vec<Candidate<'_>> = (0..n)
+            .map(|i| Candidate {
+                node: i,
+                topo: &topo,
+                free: GpuSet::from_bits(((i as u32).wrapping_mul(2_654_435_761) >> 24) & 0xff),
+                of_type: topo.all(),
+                health: HealthMasks {
+                    faulty: if i % 7 == 0 {
+                        GpuSet::from_bits(1 << (i % 8))
+                    } else {
+                        GpuSet::EMPTY
+                    },
+                    degraded: GpuSet::EMPTY,
+                },
+            })
+            .collect();
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_with_input(BenchmarkId::new("2gpu_job", n), &cands, |b, cands| {
+            b.iter(|| {
+                let dropped = narrow::health_filter(cands, 2, Basis::FreeNow, &[]).dropped;
+                let healthy: Vec<Candidate<'_>> = cands
+                    .iter()
+                    .filter(|c| !dropped.iter().any(|d| d.node == c.node))
+                    .cloned()
+                    .collect();
+                let ranked: Vec<usize> = healthy.iter().map(|c| c.node).collect();
+                let need = Need {
+                    gpus_per_node: 2,
+                    min_nodes: 1,
+                    required: vec![],
+                    max_calls: 3,
+                };
+                let steering = Steering {
+                    node_ranking: true,
+                    whole_node: false,
+                    preemption: false,
+                };
+                let tiers = tries::tiers(steering, &ranked, &[], &[], &[], || {
+                    narrow::plan(&prepared, &healthy, &need).tiers
+                });
+                let excluded = dropped.iter().map(|d| d.node).collect();
+                let mut first = true;
+                let out = tries::run(Tries::new(tiers, excluded, Mode::RunNow), |nodes| {
+                    black_box(nodes.len());
+                    if std::mem::take(&mut first) {
+                        Answer::Failed
+                    } else {
+                        Answer::Placed
+                    }
+                });
+                black_box(out)
+            });
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

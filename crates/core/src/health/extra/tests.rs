@@ -1,0 +1,137 @@
+//! Unit and property tests of the `Extra` format.
+
+use super::*;
+use crate::topology::fixture;
+
+fn sample() -> NodeHealth {
+    let topo = fixture::parse(
+        "Node Name=x Gpus=2\nGpu Index=0 SwitchLinks=18\nGpu Index=1 SwitchLinks=18\n",
+    )
+    .unwrap();
+    NodeHealth::new(
+        vec![
+            GpuHealth::from_reasons(1, vec![Reason::EccUncorrectable]),
+            GpuHealth::from_reasons(0, vec![]),
+        ],
+        Some(&topo),
+        vec![],
+    )
+}
+
+#[test]
+fn round_trips_and_is_compact() {
+    let h = sample();
+    let json = h.to_json();
+    assert_eq!(
+        json,
+        r#"{"v":1,"gpus":[{"i":0,"s":"ok"},{"i":1,"s":"faulty","r":["ecc_uncorrectable"]}],"links":[[0,18],[18,0]],"pcie":[[0,3],[3,0]]}"#
+    );
+    let extra = merge_extra("", &h).unwrap();
+    assert_eq!(parse_extra(&extra).unwrap(), Some(h.clone()));
+    assert_eq!(h.with_status(Status::Faulty), GpuSet::from_bits(0b10));
+    assert_eq!(h.pcie_level(0, 1), Some(PcieLevel::Phb));
+}
+
+#[test]
+fn foreign_values_are_not_ours() {
+    for s in [
+        "",
+        "(null)",
+        "rack=12",
+        "{not json",
+        "[1,2]",
+        "5",
+        r#"{"a":1}"#,
+        r#"{"gputopo":null}"#,
+    ] {
+        assert_eq!(parse_extra(s), Ok(None), "{s}");
+    }
+    for s in [
+        r#"{"gputopo":{"v":2}}"#,
+        r#"{"gputopo":[]}"#,
+        r#"{"gputopo":{"v":1,"gpus":[{"i":3,"s":"faulty"}]}"#,
+        r#"{"gputopo":{"v":1,"gpus":[{"i":3,"s":"faulty"}],"x":NaN}}"#,
+        "{\"gputopo\":{\"v\":1,\"gpus\":[{\"i\":3,\"s\":\"faulty\"}],\"x\":\"\u{fffd}\"\x01}}",
+    ] {
+        assert!(parse_extra(s).is_err(), "{s}");
+    }
+}
+
+#[test]
+fn partial_records_keep_every_usable_verdict() {
+    let faulty3 = |s: &str| {
+        let p = read_extra(s).unwrap().unwrap();
+        assert_eq!(p.health.status(3), Some(Status::Faulty), "{s}");
+        assert!(!p.problems.is_empty(), "{s}");
+        p
+    };
+    faulty3(r#"{"gputopo":{"v":1,"gpus":[{"i":3,"s":"faulty"},{"i":0,"s":"weird"}]}}"#);
+    faulty3(r#"{"gputopo":{"v":1,"gpus":[{"i":3,"s":"faulty"},{"i":3,"s":"ok"}]}}"#);
+    faulty3(r#"{"gputopo":{"v":1,"gpus":[{"i":3,"s":"faulty"},{"i":99,"s":"ok"}]}}"#);
+    let p = faulty3(r#"{"gputopo":{"v":1,"gpus":[{"i":3,"s":"faulty"}],"links":[[0,1]]}}"#);
+    assert_eq!(p.health.links, None);
+    let p = faulty3(r#"{"gputopo":{"v":1,"gpus":[{"i":3,"s":"faulty"}],"pcie":[[9]]}}"#);
+    assert_eq!(p.health.pcie, None);
+    let clean = read_extra(r#"{"gputopo":{"v":1,"gpus":[{"i":3,"s":"faulty","id":"x"}]}}"#);
+    assert!(
+        clean.unwrap().unwrap().problems.is_empty(),
+        "unknown fields are fine"
+    );
+}
+
+#[test]
+fn merge_keeps_foreign_keys_and_refuses_plain_strings() {
+    let h = sample();
+    let m = merge_extra(r#"{"rack":"b12","gputopo":{"v":0}}"#, &h).unwrap();
+    assert!(m.starts_with(r#"{"gputopo":{"v":1,"#));
+    assert!(m.ends_with(r#","rack":"b12"}"#));
+    assert_eq!(merge_extra(&m, &h).unwrap(), m, "idempotent");
+    assert!(matches!(
+        merge_extra("rack b12", &h),
+        Err(MergeRefused::NotJson(_))
+    ));
+    assert!(matches!(
+        merge_extra("[1]", &h),
+        Err(MergeRefused::NotObject(_))
+    ));
+}
+
+#[test]
+fn applies_measured_links() {
+    let mut t = crate::topology::NodeTopology::uniform("t", 2, PcieLevel::Sys).unwrap();
+    assert!(sample().apply_to(&mut t));
+    assert_eq!(t.link(0, 1).nvlinks, 18);
+    assert_eq!(t.link(1, 0).pcie, PcieLevel::Phb);
+    let mut t3 = crate::topology::NodeTopology::uniform("t", 3, PcieLevel::Sys).unwrap();
+    assert!(!sample().apply_to(&mut t3));
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn parse_never_panics(s in ".{0,200}") {
+            let _ = parse_extra(&s);
+            let _ = merge_extra(&s, &NodeHealth::default());
+        }
+
+        #[test]
+        fn parse_never_panics_on_near_misses(
+            v in 0u32..3, i in proptest::collection::vec(0usize..40, 0..5),
+            s in "(ok|faulty|degraded|unknown|x)", r in "[a-z_:0-9]{0,12}",
+            n in 0usize..4, m in 0usize..4, c in 0u16..300,
+        ) {
+            let gpus: Vec<String> = i.iter().map(|i| format!(r#"{{"i":{i},"s":"{s}","r":["{r}"]}}"#)).collect();
+            let row = format!("[{}]", vec![c.to_string(); m].join(","));
+            let links = format!("[{}]", vec![row; n].join(","));
+            let text = format!(r#"{{"x":[1,{{}}],"gputopo":{{"v":{v},"gpus":[{}],"links":{links},"pcie":{links}}}}}"#, gpus.join(","));
+            if let Ok(Some(h)) = parse_extra(&text) {
+                // Whatever parses re-serialises to something that parses the same.
+                let again = parse_extra(&merge_extra("", &h).unwrap()).unwrap();
+                prop_assert_eq!(again, Some(h));
+            }
+        }
+    }
+}
