@@ -8,6 +8,7 @@
 #                         [--select gputopo|cons_tres] [--priority basic|multifactor|gputopo]
 #                         [--dir DIR] [--extra-conf FILE] [--gputopo-conf FILE]
 #                         [--health-program PATH --health-interval SECONDS] [--debug]
+#                         [--node-topology nX=NAME|FILE,...] [--node-weight nX=W,...]
 #   contrib/cluster.sh down [--dir DIR]
 #   contrib/cluster.sh env  [--dir DIR]     # prints: export SLURM_CONF=... PATH=...
 #   contrib/cluster.sh restart [--dir DIR] slurmctld|nX   # restart one daemon, jobs keep running
@@ -24,6 +25,9 @@
 # --extra-conf lines replace generated slurm.conf lines with the same key (NodeName= and
 # PartitionName= lines are added). The gputopo binary (gres.conf) is $GPUTOPO_BIN, or
 # target/release/gputopo ($CARGO_TARGET_DIR honoured), built with cargo if missing.
+# --node-topology gives listed nodes another topology than --topology (a mixed fleet), and
+# --node-weight sets Slurm's Weight= of listed nodes; with either, slurm.conf gets one
+# NodeName= line per node.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -183,16 +187,37 @@ gputopo_bin() {
   echo "$t/release/gputopo"
 }
 
-# Writes gres.conf and the fake devices; sets GPU_TYPE and GPU_COUNT.
+# The value of NODE in a `n1=a,n2=b` list, or nothing.
+list_value() { # LIST NODE
+  tr , '\n' <<<"$1" | sed -n "s/^$2=//p" | tail -n 1
+}
+
+# The topology file of NODE: its --node-topology entry, else --topology.
+node_topo() {
+  local t
+  t=$(list_value "$node_topology" "$1")
+  if [ -z "$t" ]; then echo "$topo"
+  elif [ -f "$t" ]; then realpath "$t"
+  elif [ -f "$here/topologies/$t.topo" ]; then echo "$here/topologies/$t.topo"
+  else die "--node-topology $1=$t: no such topology"; fi
+}
+
+# Writes gres.conf and the fake devices; sets GPU_TYPE and GPU_COUNT (of n1), and per node
+# NODE_GRES[nX] (gpu:TYPE:COUNT).
+declare -A NODE_GRES
 write_gres() {
-  local bin n i node line file minor
+  local bin n i node line file minor ntopo count ty
   bin=$(gputopo_bin)
   : > "$dir/etc/gres.conf"
   for i in $(seq "$nodes"); do
     node=n$i
+    ntopo=$(node_topo "$node")
     mkdir -p "$dir/dev/$node"
-    "$bin" gres-conf --topology "$topo" --node "$node" --file-prefix "$dir/dev/$node/nvidia" \
-      > "$dir/etc/gres.$node" || die "gputopo gres-conf --topology $topo failed"
+    "$bin" gres-conf --topology "$ntopo" --node "$node" --file-prefix "$dir/dev/$node/nvidia" \
+      > "$dir/etc/gres.$node" || die "gputopo gres-conf --topology $ntopo failed"
+    count=$(grep -c "^NodeName=$node " "$dir/etc/gres.$node")
+    ty=$(sed -n '1s/.* Type=\([^ ]*\).*/\1/p' "$dir/etc/gres.$node")
+    NODE_GRES[$node]=gpu:${ty:+$ty:}$count
     while read -r line; do
       file=$(sed -n 's/.* File=\([^ ]*\).*/\1/p' <<<"$line")
       [ -n "$file" ] || die "gres.conf line without File=: $line"
@@ -251,7 +276,15 @@ EOC
       echo "HealthCheckProgram=$health_program"
       echo "HealthCheckInterval=$health_interval"
     fi
-    echo "NodeName=n[1-$nodes] NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 Port=[$((port_base + 1))-$lastport] Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=$gres State=UNKNOWN"
+    if [ -z "$node_topology$node_weight" ]; then
+      echo "NodeName=n[1-$nodes] NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 Port=[$((port_base + 1))-$lastport] Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=$gres State=UNKNOWN"
+    else
+      local i w
+      for i in $(seq "$nodes"); do
+        w=$(list_value "$node_weight" "n$i")
+        echo "NodeName=n$i NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 Port=$((port_base + i)) Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=${NODE_GRES[n$i]}${w:+ Weight=$w} State=UNKNOWN"
+      done
+    fi
     echo "PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
   } > "$conf"
   if [ -n "$extra_conf" ]; then
@@ -383,7 +416,7 @@ cmd=${1:-}
 [ $# -gt 0 ] && shift
 dir=${GPUTOPO_CLUSTER_DIR:-/tmp/gputopo-cluster}
 restart_what= release= nodes=1 topo_arg= select=gputopo priority=basic extra_conf= gputopo_conf=
-health_program= health_interval=60 ctld_debug=info
+health_program= health_interval=60 ctld_debug=info node_topology= node_weight=
 while [ $# -gt 0 ]; do
   case $1 in
     --release) release=$2; shift 2 ;;
@@ -397,8 +430,10 @@ while [ $# -gt 0 ]; do
     --health-program) health_program=$2; shift 2 ;;
     --health-interval) health_interval=$2; shift 2 ;;
     --debug) ctld_debug=debug; shift ;;
+    --node-topology) node_topology=$2; shift 2 ;;
+    --node-weight) node_weight=$2; shift 2 ;;
     slurmctld|n[0-9]*) restart_what=$1; shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done

@@ -21,7 +21,7 @@
 #     bench-select-R  contrib/bench-select.sh, light form (overhead next to stock cons_tres)
 #
 # Environment: GPUTOPO_RELEASES (default "22.05.8 24.11.5"), GPUTOPO_STOCK_TESTS (test name
-# filters for the stock run, default "e2e::foundation e2e::select"), CARGO_TARGET_DIR.
+# filters for the stock run, default "e2e::foundation e2e::select e2e::engine"), CARGO_TARGET_DIR.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,7 +32,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
 case $CARGO_TARGET_DIR in /*) ;; *) CARGO_TARGET_DIR=$repo/$CARGO_TARGET_DIR ;; esac
 export CARGO_TERM_COLOR=never
 releases=${GPUTOPO_RELEASES:-22.05.8 24.11.5}
-stock_tests=${GPUTOPO_STOCK_TESTS:-e2e::foundation e2e::select}
+stock_tests=${GPUTOPO_STOCK_TESTS:-e2e::foundation e2e::select e2e::engine}
 logdir=$CARGO_TARGET_DIR/test-all
 mkdir -p "$logdir"
 

@@ -80,6 +80,10 @@ pub struct Opts {
     pub health_interval: u32,
     /// SlurmctldDebug=debug (the plugin's per-call lines are at debug level).
     pub debug: bool,
+    /// Other topologies for some nodes (`n2=l40s-pcie8,n3=...`): a mixed fleet.
+    pub node_topology: Option<String>,
+    /// Slurm `Weight=` of some nodes (`n1=10,n2=1`).
+    pub node_weight: Option<String>,
 }
 
 impl Default for Opts {
@@ -95,6 +99,8 @@ impl Default for Opts {
             health_program: None,
             health_interval: 60,
             debug: false,
+            node_topology: None,
+            node_weight: None,
         }
     }
 }
@@ -188,6 +194,14 @@ impl Cluster {
         }
         if opts.debug {
             args.push("--debug".into());
+        }
+        for (flag, v) in [
+            ("--node-topology", &opts.node_topology),
+            ("--node-weight", &opts.node_weight),
+        ] {
+            if let Some(v) = v {
+                args.extend([flag.into(), v.clone()]);
+            }
         }
         let out = Command::new(repo().join("contrib/cluster.sh"))
             .args(&args)
