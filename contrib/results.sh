@@ -4,6 +4,9 @@
 #   SCALE=0 contrib/results.sh    # skip the scale run (keeps the previous scale numbers out)
 # Needs the Alibaba GPU v2023 trace files in $GPUTOPO_TRACES (default ../shared/data/traces).
 # Every run is deterministic for its seed; only the wall-clock columns (decisions/s) vary.
+#   OLD_BIN=/path/to/older/gputopo contrib/results.sh   # adds that binary's gputopo policy as
+#                                                       # "gputopo-previous" to every scenario
+#                                                       # but scale (engine before and after)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TRACES=${GPUTOPO_TRACES:-../shared/data/traces}
@@ -17,18 +20,38 @@ mkdir -p "$OUT"
 POLICIES=gputopo,slurm-greedy,slurm-greedy-22.05,best-effort,first-fit
 FLEET=32xdgx1v,16xdgx1p,16xpcie8,16xhgx-h100
 
-mkdir -p "$OUT/synthetic" "$OUT/synthetic-dgx1v" "$OUT/trace-shaped" "$OUT/faults" "$OUT/scale"
+mkdir -p "$OUT/synthetic" "$OUT/synthetic-dgx1v" "$OUT/trace-shaped" "$OUT/trace-mixed" "$OUT/faults" "$OUT/scale"
 "$BIN" simulate --cluster "$FLEET" --synthetic 20000 --seed 1 --load 0.85 \
   --policies "$POLICIES" --out "$OUT/synthetic" >"$OUT/synthetic/table.txt"
 "$BIN" simulate --cluster 64xdgx1v --synthetic 20000 --seed 2 --load 0.85 \
   --policies "$POLICIES" --out "$OUT/synthetic-dgx1v" >"$OUT/synthetic-dgx1v/table.txt"
 "$BIN" simulate --cluster 12xdgx1v --alibaba "$TRACES" --seed 1 \
   --policies "$POLICIES" --out "$OUT/trace-shaped" >"$OUT/trace-shaped/table.txt"
+"$BIN" simulate --cluster 6xhgx-h100,6xl40s-pcie8 --alibaba "$TRACES" --seed 1 \
+  --policies "$POLICIES" --out "$OUT/trace-mixed" >"$OUT/trace-mixed/table.txt"
 "$BIN" simulate --cluster "$FLEET" --synthetic 20000 --seed 1 --load 0.85 --faults 0.005 \
   --health-unaware --policies "$POLICIES" --out "$OUT/faults" >"$OUT/faults/table.txt"
 mkdir -p "$OUT/faults-aware"
 "$BIN" simulate --cluster "$FLEET" --synthetic 20000 --seed 1 --load 0.85 --faults 0.005 \
   --health-aware --policies "$POLICIES" --no-plots --out "$OUT/faults-aware" >"$OUT/faults-aware/table.txt"
+# The previous engine (OLD_BIN) on the same workloads: its gputopo row joins each scenario's
+# table and CSV as "gputopo-previous" (its CSV may lack columns added since: shown as n/a).
+previous() { # scenario, simulate arguments...
+  local s=$1 tmp
+  shift
+  [ -n "${OLD_BIN:-}" ] || return 0
+  tmp=$(mktemp -d)
+  "$OLD_BIN" simulate "$@" --policies gputopo --no-plots --out "$tmp" >"$tmp/table.txt"
+  sed -En '3,$s/^gputopo {12}/gputopo-previous   /p' "$tmp/table.txt" >>"$OUT/$s/table.txt"
+  sed -n '2,$s/^gputopo,/gputopo-previous,/p' "$tmp/summary.csv" >>"$OUT/$s/summary.csv"
+  rm -rf "$tmp"
+}
+previous synthetic --cluster "$FLEET" --synthetic 20000 --seed 1 --load 0.85
+previous synthetic-dgx1v --cluster 64xdgx1v --synthetic 20000 --seed 2 --load 0.85
+previous trace-shaped --cluster 12xdgx1v --alibaba "$TRACES" --seed 1
+previous trace-mixed --cluster 6xhgx-h100,6xl40s-pcie8 --alibaba "$TRACES" --seed 1
+previous faults --cluster "$FLEET" --synthetic 20000 --seed 1 --load 0.85 --faults 0.005 --health-unaware
+previous faults-aware --cluster "$FLEET" --synthetic 20000 --seed 1 --load 0.85 --faults 0.005 --health-aware
 if [ "$SCALE" = 1 ]; then
   start=$(date +%s)
   "$BIN" simulate --cluster 7500xdgx1v,2500xhgx-h100 --synthetic 1000000 --seed 1 --load 0.9 \
@@ -44,9 +67,10 @@ headline() { # scenario
   [ -f "$f" ] || return 0
   awk -F, -v s="$1" '
     NR==1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
-    { printf "| %s | %s | %.1f %% | %.1f | %.3f | %.3f | %.3f | %.0f | %.2f | %d |\n", s, $1,
+    { big = ("wait_large_mean_s" in h && $h["wait_large_mean_s"] != "") ? sprintf("%.0f", $h["wait_large_mean_s"]) : "n/a"
+      printf "| %s | %s | %.1f %% | %.1f | %.3f | %.3f | %.3f | %.0f | %s | %.2f | %d |\n", s, $1,
         100 * $h["optimal_share"], $h["mean_bottleneck_gbps"], $h["slowdown_mean"],
-        $h["slowdown_p75"], $h["slowdown_max"], $h["wait_mean_s"], $h["stranded_gpus"],
+        $h["slowdown_p75"], $h["slowdown_max"], $h["wait_mean_s"], big, $h["stranded_gpus"],
         $h["faulty_allocs"] }' "$f"
 }
 relative() { # scenario, baseline: gputopo's change against the baseline
@@ -88,9 +112,10 @@ the wall-clock "dec/s" column). Do not edit by hand.
 - Discrete events on a virtual clock; strict FIFO (no backfill); a job holds whole GPUs.
 - **Slowdown**: `runtime = duration × ((1 − f) + f × ring_ideal / ring_got)` with `f = 0.1`
   (communication share of a step on the best set), `ring` = bottleneck of the best ring
-  through the set, each hop valued at 25 GB/s per NVLink per direction (NVLink 2-4) plus a
-  PCIe Gen3 peer-to-peer term from 12 GB/s (PIX) to 5 GB/s (SYS). NV2 vs cross-socket PCIe
-  costs 2.1×, NV1 vs NV2 1.07×. Published anchors: Amaral et al. (SC'17) up to ≈1.3× from
+  through the set, each hop valued at 25 GB/s per NVLink per direction (NVLink 2-4), and a
+  hop without NVLink at a PCIe Gen3 peer-to-peer figure from 12 GB/s (PIX) to 5 GB/s (SYS)
+  (the PCIe path of an NVLink pair carries no peer traffic). NV2 vs cross-socket PCIe costs
+  1.9×, NV1 vs NV2 1.1×. Published anchors: Amaral et al. (SC'17) up to ≈1.3× from
   topology-aware placement; MAPA (2021) 12.4 % p75 speed-up and −35 % worst-case time; FGD
   (ATC'23) up to −49 % unallocatable GPUs.
 - **Optimal**: a multi-GPU node allocation whose quality (engine `score`: bottleneck, then
@@ -112,6 +137,15 @@ the wall-clock "dec/s" column). Do not edit by hand.
 - `trace-shaped`: Alibaba GPU v2023 ("openb", FGD's data): submit and run times of the
   7,255 tasks that ran, GPU counts drawn from the multigpu50 mix (1/2/4/8: 6,989/222/206/556);
   on 12 DGX-1V. Not a replay of the trace: sizes are resampled, fractional GPUs ignored.
+- `trace-mixed`: the same trace-shaped workload (most jobs 1 GPU: the Alibaba size mix) on
+  a mixed fleet of 12 nodes: 6 HGX H100 (NVSwitch) and 6 PCIe-only 8× L40S, the same GPU
+  count. Here the lookahead and the loss-based node ranking matter: 1-GPU jobs should fill
+  the PCIe boxes and leave the NVSwitch boards whole for the 4- and 8-GPU jobs (their mean
+  wait is its own column).
+- `gputopo-previous` rows: the engine before issue 12 (PCIe term on NVLink pairs, same-size
+  and pairing lookahead, fit before fragmentation across nodes), built from the earlier commit
+  and run on the same workloads by the same script (`OLD_BIN`), so old and new stand side by
+  side.
 - `faults`: the synthetic run with faults and health-unaware baselines; `faults-aware`: the
   same with health-aware baselines (faulty GPUs hidden from every policy).
 - `scale`: 10,000 nodes (7,500 DGX-1V + 2,500 HGX H100), 1,000,000 synthetic jobs (load
@@ -119,10 +153,10 @@ the wall-clock "dec/s" column). Do not edit by hand.
 
 ## Headline
 
-| scenario | policy | optimal sets | mean bottleneck GB/s | mean slowdown | p75 slowdown | worst slowdown | mean wait s | stranded GPUs | faulty allocs |
-|---|---|---|---|---|---|---|---|---|---|
+| scenario | policy | optimal sets | mean bottleneck GB/s | mean slowdown | p75 slowdown | worst slowdown | mean wait s | mean wait 4/8-GPU jobs s | stranded GPUs | faulty allocs |
+|---|---|---|---|---|---|---|---|---|---|---|
 HEAD
-  for s in synthetic synthetic-dgx1v trace-shaped faults faults-aware scale; do headline "$s"; done
+  for s in synthetic synthetic-dgx1v trace-shaped trace-mixed faults faults-aware scale; do headline "$s"; done
   cat <<'REL'
 
 gputopo's change against each baseline (negative is better for gputopo): run time of
@@ -132,8 +166,8 @@ all jobs, mean queueing delay, stranded GPUs.
 | scenario | baseline | mean slowdown | p75 slowdown | mean JCT | mean wait | stranded |
 |---|---|---|---|---|---|---|
 REL
-  for s in synthetic synthetic-dgx1v trace-shaped faults-aware scale; do
-    for b in slurm-greedy best-effort; do relative "$s" "$b"; done
+  for s in synthetic synthetic-dgx1v trace-shaped trace-mixed faults-aware scale; do
+    for b in slurm-greedy best-effort gputopo-previous; do relative "$s" "$b"; done
   done
   echo
   cat <<'OBS'
@@ -171,7 +205,7 @@ REL
   on this 2-CPU machine.
 OBS
   echo "## Full tables and plots"
-  for s in synthetic synthetic-dgx1v trace-shaped faults faults-aware scale; do
+  for s in synthetic synthetic-dgx1v trace-shaped trace-mixed faults faults-aware scale; do
     [ -f "$OUT/$s/table.txt" ] || continue
     echo
     echo "### $s"
