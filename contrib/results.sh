@@ -173,36 +173,33 @@ REL
   cat <<'OBS'
 ## Observations (written against the tables above; the runs are deterministic)
 - **Sets.** gputopo gives every multi-GPU job the best set its node offers (100 % by
-  construction: the reference is the engine). Stock 24.11 reaches 85-94 %, 22.05 88-93 %,
-  go-gpuallocator 95-99 %, first-fit 82-93 %.
-- **Run time.** Multi-GPU jobs run 9-12 % closer to ideal than under stock 24.11 and 7-9 %
-  than under best-effort; the p75 slowdown is 1.000 against 1.068 for stock 24.11, a 6.3 %
-  p75 gain at `f = 0.1` (MAPA reports 12.4 %; the gain scales with `f`). The worst case does
-  not move: when a node has only a poor set left, every policy must take it.
-- **Queueing and completion.** Shorter runs plus best-fit node ranking cut the mean wait by
-  73-94 % and the mean completion time by 15-57 % against stock 24.11 at 0.85 load. The
-  10,000-node run at 0.9 load has almost no queueing under any policy.
-- **Stranded GPUs.** −22 % (faults-aware) to −71 % (mixed fleet) against stock 24.11, −51 %
-  on the homogeneous DGX-1V fleet and on the trace-shaped run, in the range of FGD's −49 %.
-  `rank_nodes` compares nodes by the *class* of the set they offer (the bottleneck's NVLink
-  count, or its PCIe level), then by fit, so a 2-GPU job takes an NV2 pair through the host
-  bridge (59 GB/s) on a busy node rather than open an idle node for an NV2 pair behind one
-  PCIe switch (62 GB/s). An earlier ranking by fine quality before fit stranded 3 % *more*
-  GPUs than stock on the DGX-1V fleet (5.24 against 5.07) and waited 3× longer there. In the
-  `faults` scenario gputopo strands more than the health-unaware baselines (4.7 against
-  3.3-3.8): they keep allocating the faulty GPUs, so their queues are shorter.
-- **Faults.** With health-unaware baselines, about 1,300-1,500 of 20,000 jobs get a faulty GPU;
-  gputopo none. Their shorter waits there come only from the model letting jobs run on broken
-  GPUs. With health-aware baselines (`faults-aware`; stock Slurm cannot actually do this per
-  GPU, it drains the node) gputopo cuts the mean wait by 73 %.
-- **Mixed fleet.** Part of gputopo's bandwidth gain in `synthetic` is node choice (multi-GPU
-  jobs go to NVSwitch nodes); `synthetic-dgx1v` and `trace-shaped` show the within-node effect.
-- **Speed.** 10,000 nodes and 1M jobs: the four policies one after the other in 10-30 s of
-  wall time on 2 CPUs (release build; see the `scale` table). gputopo makes about 10^5
-  placement decisions per second (each ranks every distinct node state), the stock model
-  about 10^6. `benches/sim.rs` (criterion, 200 nodes, 20,000 jobs, whole simulation with
-  metrics) measured about 440,000 jobs/s for gputopo and 500,000 jobs/s for the stock model
-  on this 2-CPU machine.
+  construction: the reference is the engine). Stock 24.11 reaches 86-94 %, 22.05 94-98 %,
+  go-gpuallocator 99-100 %, first-fit 83-93 %.
+- **Run time.** Multi-GPU jobs run 1.5-9 % closer to ideal than under stock 24.11; the p75
+  slowdown is 1.000 against 1.100. The gain is smallest on `trace-mixed`, where every policy
+  can give most multi-GPU jobs an NVSwitch set.
+- **Queueing and stranding.** Against stock 24.11 the mean wait drops 57-90 % and stranded
+  GPUs 19-72 % in every scenario (`faults` aside, see below).
+- **Previous engine** (`gputopo-previous`, the engine before the lookahead and node-ranking
+  rework, same workloads). Its rows come from its own binary, whose simulator still valued an
+  NVLink hop with a PCIe term, so its bandwidth column is in other units (higher by that term)
+  and its runs see slightly different job run times; compare each engine with the stock row
+  of its own model where in doubt. With that caveat: on the 1-GPU-heavy mixed fleet
+  (`trace-mixed`, 6 HGX H100 + 6 L40S, Alibaba size mix) the new engine cuts the mean wait
+  by 54 % (4/8-GPU jobs: 10,874 s), stranded GPUs by 29 % and the mean completion time by
+  26 %: 1-GPU jobs fill the PCIe boxes and the NVSwitch boards stay whole for the 4- and
+  8-GPU jobs. On `synthetic` −44 % wait and −37 % stranded, on `synthetic-dgx1v` −9 % and
+  −17 %, on `faults-aware` −32 % and −9 %. The exception is `trace-shaped` (12 DGX-1V, seed
+  1): 9,304 s mean wait against 1,186 s (stock 27,930 s in the new model, 19,908 s in the
+  old). That run sits at the edge of saturation under strict FIFO and swings with small
+  changes: on seeds 2-5 of the same setup the two engines differ by −14 % to +13 % (seed 3,
+  both about 10x overloaded) or both wait under a minute.
+- **Faults.** With health-unaware baselines, about 1,400-1,550 of 20,000 jobs get a faulty
+  GPU; gputopo none. Their shorter waits there come only from the model letting jobs run on
+  broken GPUs. With health-aware baselines (`faults-aware`; stock Slurm cannot actually do
+  this per GPU, it drains the node) gputopo cuts the mean wait by 78 %.
+- **Speed.** 10,000 nodes and 1M jobs: see the `scale` table and wall time (release build,
+  2 shared CPUs); `benches/sim.rs` and `benches/placement.rs` measure the engine itself.
 OBS
   echo "## Full tables and plots"
   for s in synthetic synthetic-dgx1v trace-shaped trace-mixed faults faults-aware scale; do

@@ -213,7 +213,7 @@ fn objective_json(o: &Objective) -> serde_json::Value {
             .map(|(s, sc)| (s.to_string(), score_json(sc)))
             .collect::<serde_json::Map<_, _>>(),
         "leftover_pairs": o.leftover.pairs,
-        "loss": { "by_size": {
+        "loss": { "whole": o.loss.0.whole, "by_size": {
             "16": o.loss.0.by_size[0], "8": o.loss.0.by_size[1],
             "4": o.loss.0.by_size[2], "2": o.loss.0.by_size[3] },
             "pairs": o.loss.0.pairs },

@@ -52,11 +52,15 @@ impl Leftover {
     }
 }
 
-/// What a choice costs the jobs that follow (smaller is better), comparable across nodes: per
-/// size of [`LOSS_SIZES`] the drop of the best subset's bottleneck (GB/s), then the drop of
-/// the pairing (GB/s).
+/// What a choice costs the jobs that follow (smaller is better), comparable across nodes:
+/// the bottleneck of the whole node when the choice breaks an idle node (0 otherwise), then
+/// per size of [`LOSS_SIZES`] the drop of the best subset's bottleneck (GB/s), then the drop
+/// of the pairing (GB/s).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Loss {
+    /// The whole node's bottleneck (GB/s) when the choice breaks an idle node, else 0: what
+    /// a job as large as the node loses.
+    pub whole: u32,
     /// Bottleneck drop at 16, 8, 4, 2 GPUs.
     pub by_size: [u32; 4],
     /// Pairing drop.
@@ -65,8 +69,9 @@ pub struct Loss {
 
 impl Loss {
     /// The loss of going from free GPUs worth `before` to a leftover worth `after` (both
-    /// valued over the same sizes).
-    pub fn between(before: &Leftover, after: &Leftover) -> Self {
+    /// valued over the same sizes); `whole` is the idle node's own bottleneck when the choice
+    /// breaks it (see [`Loss::whole`]).
+    pub fn between(whole: Score, before: &Leftover, after: &Leftover) -> Self {
         let mut by_size = [0u32; 4];
         for (slot, &s) in by_size.iter_mut().zip(LOSS_SIZES.iter()) {
             let b = before.at(s).map_or(0, bottleneck_value);
@@ -74,6 +79,7 @@ impl Loss {
             *slot = b.saturating_sub(a);
         }
         Loss {
+            whole: bottleneck_value(whole),
             by_size,
             pairs: before.pairs.saturating_sub(after.pairs),
         }
@@ -172,9 +178,10 @@ mod tests {
             |s| if s == 8 { Score::NONE } else { sc(25) },
             75,
         );
-        let l = Loss::between(&before, &after);
+        let l = Loss::between(sc(5), &before, &after);
+        assert_eq!(l.whole, 5);
         assert_eq!(l.by_size, [0, 5, 0, 0]);
         assert_eq!(l.pairs, 25);
-        assert_eq!(Loss::between(&after, &after), Loss::default());
+        assert_eq!(Loss::between(Score::NONE, &after, &after), Loss::default());
     }
 }

@@ -305,10 +305,16 @@ impl<'t> Evaluator<'t> {
         let free = free.intersection(self.topo.all());
         let leftover = self.leftover(free.difference(set));
         let before = self.leftover(free);
+        let all = self.topo.all();
+        let whole = if free == all && !set.is_empty() {
+            score(self.topo, all)
+        } else {
+            Score::NONE
+        };
         Objective {
             quality: score(self.topo, set),
             leftover,
-            loss: std::cmp::Reverse(Loss::between(&before, &leftover)),
+            loss: std::cmp::Reverse(Loss::between(whole, &before, &leftover)),
             near: set.intersection(near).len() as u32,
         }
     }

@@ -7,17 +7,27 @@
 //! 1. the **class** of the best set the node can still offer for `k` GPUs
 //!    ([`Score::class`]: the bottleneck's NVLink count, or its PCIe level when it has no
 //!    NVLink), so jobs go where they run fastest: the job's need comes first;
-//! 2. the **loss** of the node's own choice ([`Loss`]): how much its best 16-, 8-, 4- and
-//!    2-GPU sets lose in bottleneck, largest size first, then its pairing. A job goes where
-//!    it costs later jobs least: 1-GPU and PCIe-class jobs fill plain nodes (whose 8-GPU set
-//!    is worth a PCIe path) and already broken-up nodes (which have no 8-GPU set left to
-//!    lose) before they break an NVSwitch or NVLink-rich node, so large jobs find those whole;
-//! 3. **best fit**: fewest free GPUs left after taking `k`;
-//! 4. the **fine quality** of that set (bottleneck, then aggregate, GB/s);
-//! 5. the caller's order (index), so the result is deterministic.
+//! 2. **breaking an idle node** ([`Loss::whole`]): a job that would break an idle node costs
+//!    that node's whole-board bottleneck, any other placement nothing. So small jobs go to
+//!    nodes already in use, and between idle nodes to the one whose whole board is worth
+//!    least: a 1-GPU job breaks an idle PCIe box (SYS, 5 GB/s) before an idle NVSwitch board
+//!    (NV18, 450 GB/s), and large jobs find those whole;
+//! 3. **best fit**: fewest free GPUs left after taking `k`, which packs jobs so that nodes
+//!    drain and become idle again for whole-node jobs;
+//! 4. the rest of the **loss** of the node's own choice ([`Loss`]): how much its best 16-, 8-,
+//!    4- and 2-GPU sets lose in bottleneck, largest size first, then its pairing;
+//! 5. the **fine quality** of that set (bottleneck, then aggregate, GB/s);
+//! 6. the caller's order (index), so the result is deterministic.
 //!
-//! Slurm's node `Weight=` is not seen here: the plugin ranks only nodes of equal weight with
-//! this order, so the administrator's order comes first.
+//! # Why fit before the finer loss
+//! A first version compared the whole loss vector before fit. On the trace-shaped run (12
+//! DGX-1V, mostly 1-GPU jobs and some 8-GPU ones, strict FIFO) it sent 1-GPU jobs to roomy
+//! nodes whose best quad survived rather than to nearly full nodes whose last pair did not,
+//! so load spread over many nodes, few became idle, and the mean wait rose from about 1,200 s
+//! to 26,000 s. Packing is what frees whole nodes; the finer loss now only decides between
+//! equally tight fits.
+//!
+//! Slurm's node `Weight=` is not seen here (see `docs/engine.md`, Node ranking).
 //!
 //! # Why the class, not the fine quality, comes first
 //! An NVLink count or a PCIe level is a real bandwidth step (NV2 vs NV1 2×, PIX vs SYS 2.4×),
@@ -45,10 +55,13 @@ use std::cmp::Reverse;
 pub struct RankKey {
     /// [`Score::class`] of the node's best set for the job.
     pub class: u32,
-    /// What the node's own choice costs later jobs (smaller is better).
-    pub loss: Reverse<Loss>,
+    /// The bottleneck of the idle node the job would break, 0 when it breaks none
+    /// ([`Loss::whole`]; smaller is better).
+    pub whole: Reverse<u32>,
     /// Free GPUs left after the job (fewer is better).
     pub left: Reverse<u32>,
+    /// What the node's own choice costs later jobs (smaller is better).
+    pub loss: Reverse<Loss>,
     /// The fine quality of the node's best set.
     pub quality: Score,
 }
@@ -59,26 +72,29 @@ impl RankKey {
     pub fn new(o: &Objective, left: usize) -> Self {
         RankKey {
             class: o.quality.class(),
-            loss: o.loss,
+            whole: Reverse(o.loss.0.whole),
             left: Reverse(u32::try_from(left).unwrap_or(u32::MAX)),
+            loss: o.loss,
             quality: o.quality,
         }
     }
 
-    /// One integer with the same order, for nodes of up to 16 GPUs: classes and bottleneck
-    /// drops are at most 25 × `NVLINK_CAP` (10 bits; `u32::MAX` for `k = 1` clips to the
-    /// top), a pairing drop at most 8 × 500 (16 bits).
+    /// One integer with the same order, for nodes of up to 16 GPUs: classes and bottlenecks
+    /// are at most 25 × `NVLINK_CAP` (10 bits; `u32::MAX` for `k = 1` clips to the top), a
+    /// pairing drop at most 8 × 500 (16 bits). `loss.whole` repeats `whole`: equal there.
     fn packed(&self) -> u128 {
         let class = u128::from(self.class.min(0x3FF));
+        let whole = u128::from(0x3FF - self.whole.0.min(0x3FF));
+        let fit = u128::from(0xFF - self.left.0.min(0xFF));
         let mut loss = 0u128;
         for &d in &self.loss.0.by_size {
             loss = (loss << 10) | u128::from(0x3FF - d.min(0x3FF));
         }
         loss = (loss << 16) | u128::from(0xFFFF - self.loss.0.pairs.min(0xFFFF));
-        let fit = 0xFF - self.left.0.min(0xFF);
-        (class << 96)
+        (class << 114)
+            | (whole << 104)
+            | (fit << 96)
             | (loss << 40)
-            | (u128::from(fit) << 32)
             | u128::from(self.quality.to_packed())
     }
 }

@@ -275,10 +275,16 @@ impl TopoTables {
     pub fn objective(&self, free: GpuSet, set: GpuSet, near: GpuSet) -> Objective {
         let free = GpuSet::from_bits(free.bits() & self.all_bits());
         let leftover = self.leftover(free.difference(set));
+        let all = self.all_bits();
+        let whole = if free.bits() == all && !set.is_empty() {
+            Score::from_packed(self.quality(all))
+        } else {
+            Score::NONE
+        };
         Objective {
             quality: self.score(set),
             leftover,
-            loss: std::cmp::Reverse(Loss::between(&self.leftover(free), &leftover)),
+            loss: std::cmp::Reverse(Loss::between(whole, &self.leftover(free), &leftover)),
             near: set.intersection(near).len() as u32,
         }
     }
