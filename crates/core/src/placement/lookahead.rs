@@ -88,7 +88,7 @@ impl Loss {
 
 /// A score's bottleneck as a loss term: 0 for "no such set" (and for a single GPU, which
 /// never occurs at sizes ≥ 2).
-fn bottleneck_value(s: Score) -> u32 {
+pub(crate) fn bottleneck_value(s: Score) -> u32 {
     if s.bottleneck == Score::SINGLE_BOTTLENECK {
         0
     } else {

@@ -17,8 +17,8 @@
 //!   decision: for every free mask `F`, the sets that maximise (quality, lookahead), in
 //!   tie-break order. Only `near` is left to the call, a scan over that (usually tiny) tier.
 //!
-//! Memory at 16 GPUs: 3 × 256 KiB plus 256 KiB per size used (4-6 lookahead sizes); at 8
-//! GPUs a few KiB.
+//! Memory at 16 GPUs: 3 × 256 KiB, 1.75 MiB of lookahead values (28 bytes per mask), plus
+//! 256 KiB per size used (4-6 lookahead sizes); at 8 GPUs a few KiB.
 //!
 //! Tables depend only on the pair values, so [`TableCache`] interns them by that matrix:
 //! slurmctld with 10,000 identical nodes builds one set of tables, and a decision only pays
@@ -92,6 +92,9 @@ impl Tiers {
     }
 }
 
+/// The lookahead value of one mask: packed best score per lookahead size, then matching.
+type LookValue = [u32; lookahead::MAX_SIZES + 1];
+
 /// A memo key: k, free, near, required.
 type MemoKey = (u8, u32, u32, u32);
 
@@ -107,6 +110,11 @@ pub struct TopoTables {
     look_sizes: Vec<usize>,
     /// Dense rank of the lookahead value of every mask (bigger is better).
     look: Vec<u32>,
+    /// The lookahead value of every mask: packed best score per lookahead size, then the
+    /// matching (one cache line per decision instead of a lookup per size table).
+    look_values: Vec<LookValue>,
+    /// For each of [`lookahead::LOSS_SIZES`], its slot in `look_sizes` (if the node has it).
+    loss_slots: [Option<usize>; 4],
     /// `best[s][S]`: packed best quality of an `s`-subset of `S`, 0 when `|S| < s`.
     best: Vec<OnceLock<Vec<u32>>>,
     /// Whole decisions per free mask and request size, on small nodes.
@@ -178,27 +186,30 @@ impl TopoTables {
             matching[s] = best;
         }
         let look_sizes = lookahead::sizes(n, |a, b| pv[a * n + b]);
+        let loss_slots = lookahead::LOSS_SIZES.map(|s| look_sizes.iter().position(|&z| z == s));
         let mut t = TopoTables {
             n,
             quality,
             matching,
             look_sizes,
             look: Vec::new(),
+            look_values: Vec::new(),
+            loss_slots,
             best: (0..=n).map(|_| OnceLock::new()).collect(),
             tiers: (0..=n).map(|_| OnceLock::new()).collect(),
             memo: Mutex::new(HashMap::new()),
         };
-        t.look = t.build_look();
+        (t.look, t.look_values) = t.build_look();
         t
     }
 
     /// The dense lookahead rank of every mask: sort the masks by (best score per lookahead
     /// size, largest size first, then matching) and number the distinct values.
-    fn build_look(&self) -> Vec<u32> {
+    fn build_look(&self) -> (Vec<u32>, Vec<LookValue>) {
         let full = 1usize << self.n;
         let cols: Vec<&[u32]> = self.look_sizes.iter().map(|&s| self.best(s)).collect();
         let value = |m: usize| {
-            let mut v = [0u32; lookahead::MAX_SIZES + 1];
+            let mut v: LookValue = [0; lookahead::MAX_SIZES + 1];
             for (slot, col) in v.iter_mut().zip(cols.iter()) {
                 *slot = col[m];
             }
@@ -216,7 +227,7 @@ impl TopoTables {
             }
             look[order[w] as usize] = rank;
         }
-        look
+        (look, values)
     }
 
     /// Number of GPUs.
@@ -263,28 +274,47 @@ impl TopoTables {
 
     /// The value of leaving `left` free (per lookahead size, then pairing).
     pub fn leftover(&self, left: GpuSet) -> Leftover {
-        let l = (left.bits() & self.all_bits()) as usize;
-        lookahead::leftover(
-            &self.look_sizes,
-            |s| Score::from_packed(self.best(s)[l]),
-            self.matching[l],
-        )
+        let v = &self.look_values[(left.bits() & self.all_bits()) as usize];
+        let mut by_size = [(0u8, Score::NONE); lookahead::MAX_SIZES];
+        for ((slot, &s), &p) in by_size.iter_mut().zip(&self.look_sizes).zip(v.iter()) {
+            *slot = (s as u8, Score::from_packed(p));
+        }
+        Leftover {
+            by_size,
+            pairs: v[self.look_sizes.len()],
+        }
     }
 
     /// The full objective of choosing `set` out of `free` for a job preferring `near`.
+    ///
+    /// On the decision path: two rows of `look_values`, no per-size table lookups (the
+    /// loss here equals [`Loss::between`], which the oracle uses; the property tests compare).
     pub fn objective(&self, free: GpuSet, set: GpuSet, near: GpuSet) -> Objective {
-        let free = GpuSet::from_bits(free.bits() & self.all_bits());
-        let leftover = self.leftover(free.difference(set));
         let all = self.all_bits();
-        let whole = if free.bits() == all && !set.is_empty() {
-            Score::from_packed(self.quality(all))
+        let f = free.bits() & all;
+        let l = f & !set.bits();
+        let (before, after) = (&self.look_values[f as usize], &self.look_values[l as usize]);
+        let bottleneck = |p: u32| lookahead::bottleneck_value(Score::from_packed(p));
+        let mut by_size = [0u32; 4];
+        for (d, slot) in by_size.iter_mut().zip(self.loss_slots) {
+            if let Some(j) = slot {
+                *d = bottleneck(before[j]).saturating_sub(bottleneck(after[j]));
+            }
+        }
+        let m = self.look_sizes.len();
+        let whole = if f == all && !set.is_empty() {
+            bottleneck(self.quality(all))
         } else {
-            Score::NONE
+            0
         };
         Objective {
             quality: self.score(set),
-            leftover,
-            loss: std::cmp::Reverse(Loss::between(whole, &self.leftover(free), &leftover)),
+            leftover: self.leftover(GpuSet::from_bits(l)),
+            loss: std::cmp::Reverse(Loss {
+                whole,
+                by_size,
+                pairs: before[m].saturating_sub(after[m]),
+            }),
             near: set.intersection(near).len() as u32,
         }
     }
