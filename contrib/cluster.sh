@@ -11,6 +11,7 @@
 #                         [--plugin-dir DIR]   # an installed gputopo PluginDir (package test)
 #                         [--fake-gpus FILE] [--plain-gres]
 #                         [--gres-conf FILE --node-gres GRES]
+#                         [--node-topology nX=NAME|FILE,...] [--node-weight nX=W,...]
 #   contrib/cluster.sh down [--dir DIR]
 #   contrib/cluster.sh env  [--dir DIR]     # prints: export SLURM_CONF=... PATH=...
 #   contrib/cluster.sh restart [--dir DIR] slurmctld|nX   # restart one daemon, jobs keep running
@@ -26,7 +27,8 @@
 #
 # --fake-gpus FILE installs FILE as etc/fake_gpus.conf (slurmd then merges gres.conf with it
 # instead of NVML and numbers GPUs in its Links= order; one file for every node), with @DIR@
-# replaced by DIR and @DEV@ by n1's device directory; the fake devices are DIR/dev/nX/nvidiaM. --plain-gres writes gres.conf without Cores= and Links=.
+# replaced by DIR and @DEV@ by n1's device directory; the fake devices are DIR/dev/nX/nvidiaM.
+# --plain-gres writes gres.conf without Cores= and Links=.
 # --extra-conf lines replace generated slurm.conf lines with the same key (NodeName= and
 # PartitionName= lines are added). --gres-conf replaces the generated gres.conf by FILE, written
 # once per node with "NodeName=nX " in front of each line that has none and @DEV@ replaced by
@@ -35,6 +37,9 @@
 # its total count of fake devices nvidia0.. is made per node.
 # The gputopo binary (gres.conf) is $GPUTOPO_BIN, or target/release/gputopo
 # ($CARGO_TARGET_DIR honoured), built with cargo if missing.
+# --node-topology gives listed nodes another topology than --topology (a mixed fleet), and
+# --node-weight sets Slurm's Weight= of listed nodes; with either, slurm.conf gets one
+# NodeName= line per node.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -205,6 +210,21 @@ gputopo_bin() {
   echo "$t/release/gputopo"
 }
 
+# The value of NODE in a `n1=a,n2=b` list, or nothing.
+list_value() { # LIST NODE
+  tr , '\n' <<<"$1" | sed -n "s/^$2=//p" | tail -n 1
+}
+
+# The topology file of NODE: its --node-topology entry, else --topology.
+node_topo() {
+  local t
+  t=$(list_value "$node_topology" "$1")
+  if [ -z "$t" ]; then echo "$topo"
+  elif [ -f "$t" ]; then realpath "$t"
+  elif [ -f "$here/topologies/$t.topo" ]; then echo "$here/topologies/$t.topo"
+  else die "--node-topology $1=$t: no such topology"; fi
+}
+
 # --gres-conf: FILE per node (see the header) and the fake devices nvidia0..N-1, N the total
 # count in --node-gres.
 write_gres_from_file() {
@@ -232,9 +252,11 @@ write_fake_gpus() {
   [ -z "$fake_gpus" ] || sed -e "s|@DIR@|$dir|g" -e "s|@DEV@|$dir/dev/n1|g" "$fake_gpus" > "$dir/etc/fake_gpus.conf"
 }
 
-# Writes gres.conf and the fake devices; sets GPU_TYPE and GPU_COUNT.
+# Writes gres.conf and the fake devices; sets GPU_TYPE and GPU_COUNT (of n1), and per node
+# NODE_GRES[nX] (gpu:TYPE:COUNT).
+declare -A NODE_GRES
 write_gres() {
-  local bin n i node line file minor
+  local bin n i node line file minor ntopo count ty
   if [ -n "$gres_conf" ]; then
     [ -n "$node_gres" ] || die "--gres-conf needs --node-gres"
     write_gres_from_file
@@ -244,9 +266,13 @@ write_gres() {
   : > "$dir/etc/gres.conf"
   for i in $(seq "$nodes"); do
     node=n$i
+    ntopo=$(node_topo "$node")
     mkdir -p "$dir/dev/$node"
-    "$bin" gres-conf --topology "$topo" --node "$node" --file-prefix "$dir/dev/$node/nvidia" \
-      > "$dir/etc/gres.$node" || die "gputopo gres-conf --topology $topo failed"
+    "$bin" gres-conf --topology "$ntopo" --node "$node" --file-prefix "$dir/dev/$node/nvidia" \
+      > "$dir/etc/gres.$node" || die "gputopo gres-conf --topology $ntopo failed"
+    count=$(grep -c "^NodeName=$node " "$dir/etc/gres.$node")
+    ty=$(sed -n '1s/.* Type=\([^ ]*\).*/\1/p' "$dir/etc/gres.$node")
+    NODE_GRES[$node]=gpu:${ty:+$ty:}$count
     while read -r line; do
       file=$(sed -n 's/.* File=\([^ ]*\).*/\1/p' <<<"$line")
       [ -n "$file" ] || die "gres.conf line without File=: $line"
@@ -308,7 +334,15 @@ EOC
       echo "HealthCheckProgram=$health_program"
       echo "HealthCheckInterval=$health_interval"
     fi
-    echo "NodeName=n[1-$nodes] NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 Port=[$((port_base + 1))-$lastport] Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=$gres State=UNKNOWN"
+    if [ -z "$node_topology$node_weight" ]; then
+      echo "NodeName=n[1-$nodes] NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 Port=[$((port_base + 1))-$lastport] Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=$gres State=UNKNOWN"
+    else
+      local i w
+      for i in $(seq "$nodes"); do
+        w=$(list_value "$node_weight" "n$i")
+        echo "NodeName=n$i NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 Port=$((port_base + i)) Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=${NODE_GRES[n$i]}${w:+ Weight=$w} State=UNKNOWN"
+      done
+    fi
     echo "PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
   } > "$conf"
   if [ -n "$extra_conf" ]; then
@@ -445,7 +479,7 @@ cmd=${1:-}
 [ $# -gt 0 ] && shift
 dir=${GPUTOPO_CLUSTER_DIR:-/tmp/gputopo-cluster}
 restart_what= release= nodes=1 topo_arg= select=gputopo priority=basic extra_conf= gputopo_conf=
-health_program= health_interval=60 ctld_debug=info plugin_dir= fake_gpus= plain_gres= gres_conf= node_gres=
+health_program= health_interval=60 ctld_debug=info plugin_dir= fake_gpus= plain_gres= gres_conf= node_gres= node_topology= node_weight=
 while [ $# -gt 0 ]; do
   case $1 in
     --release) release=$2; shift 2 ;;
@@ -466,6 +500,8 @@ while [ $# -gt 0 ]; do
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     --gres-conf) gres_conf=$(realpath "$2"); shift 2 ;;
     --node-gres) node_gres=$2; shift 2 ;;
+    --node-topology) node_topology=$2; shift 2 ;;
+    --node-weight) node_weight=$2; shift 2 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done

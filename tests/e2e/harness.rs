@@ -90,6 +90,10 @@ pub struct Opts {
     /// (`contrib/cluster.sh --gres-conf`/`--node-gres`: each line is written per node, `@DEV@`
     /// being the node's fake device directory).
     pub gres_conf: Option<(String, String)>,
+    /// Other topologies for some nodes (`n2=l40s-pcie8,n3=...`): a mixed fleet.
+    pub node_topology: Option<String>,
+    /// Slurm `Weight=` of some nodes (`n1=10,n2=1`).
+    pub node_weight: Option<String>,
 }
 
 impl Default for Opts {
@@ -108,6 +112,8 @@ impl Default for Opts {
             fake_gpus: None,
             plain_gres: false,
             gres_conf: None,
+            node_topology: None,
+            node_weight: None,
         }
     }
 }
@@ -215,6 +221,14 @@ impl Cluster {
                 "--node-gres".into(),
                 node_gres.clone(),
             ]);
+        }
+        for (flag, v) in [
+            ("--node-topology", &opts.node_topology),
+            ("--node-weight", &opts.node_weight),
+        ] {
+            if let Some(v) = v {
+                args.extend([flag.into(), v.clone()]);
+            }
         }
         let out = Command::new(repo().join("contrib/cluster.sh"))
             .args(&args)

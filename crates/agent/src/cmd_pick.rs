@@ -4,16 +4,22 @@
 //! sites can ask "which GPUs would gputopo give this job on this node?" and script around it.
 //!
 //! Output (one line, `Key=Value` words; stable, for scripts):
-//! `gpus=2,3 bottleneck=62 aggregate=62 leftover_same_k=62/62 leftover_pairs=172 near=0`
-//! (`-` for "no such value", e.g. the bottleneck of a single GPU). With `--json`, one object:
-//! `{"gpus":[2,3],"score":{"bottleneck":62,"aggregate":62},"objective":{...},...}`.
+//! `gpus=0,3 bottleneck=50 aggregate=50 leftover=4:25/225,2:50/50 leftover_pairs=150 near=0`
+//! (`leftover`: per lookahead size, largest first, the best bottleneck/aggregate a set of
+//! that size of the GPUs left free still has; `-` for "no such value", e.g. the bottleneck of
+//! a single GPU). With `--json`, one object:
+//! `{"gpus":[0,3],"score":{"bottleneck":50,"aggregate":50},"objective":{...},...}`.
+//! `--versus LIST` also evaluates another answer (a peer's) on the same request and appends
+//! `versus=… versus_bottleneck=… versus_aggregate=… versus_leftover=… job=better|same|worse
+//! leftover=better|same|worse` (gputopo's set and leftover against the other's), for
+//! `contrib/peer-compare.sh`.
 //! Exit codes: 0 chosen; 2 the request cannot be met on this node (reason on stderr);
 //! 1 bad arguments or topology file.
 
 use crate::cmd_topo::read_topology;
 use anyhow::{Context, bail};
 use gputopo_core::GpuSet;
-use gputopo_core::placement::{Gputopo, Objective, Request, Score};
+use gputopo_core::placement::{Gputopo, Objective, Request, Score, objective};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -41,6 +47,9 @@ pub struct Args {
     /// Print one JSON object instead of a Key=Value line.
     #[arg(long)]
     pub json: bool,
+    /// Another answer to compare with (e.g. a peer's): K free GPUs holding `--required`.
+    #[arg(long, value_name = "LIST")]
+    pub versus: Option<String>,
 }
 
 /// Runs the subcommand.
@@ -68,6 +77,19 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         required: list("required", &args.required)?,
         near: list("near", &args.near)?,
     };
+    let versus = match &args.versus {
+        Some(s) => {
+            let v = list("versus", s)?;
+            if !v.is_subset(free) || v.len() != req.count || !req.required.is_subset(v) {
+                bail!(
+                    "--versus {s}: not an answer to this request ({} free GPUs holding --required)",
+                    req.count
+                );
+            }
+            Some(v)
+        }
+        None => None,
+    };
     let engine = Gputopo::new();
     let Some(choice) = engine.choose_detailed(&topo, free, &req) else {
         eprintln!("gputopo: no fit: {}", no_fit_reason(free, &req));
@@ -86,17 +108,43 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     } else {
         let gpus: Vec<String> = choice.gpus.iter().map(|g| g.to_string()).collect();
         let o = &choice.objective;
-        println!(
-            "gpus={} bottleneck={} aggregate={} leftover_same_k={} leftover_pairs={} near={}",
+        let mut line = format!(
+            "gpus={} bottleneck={} aggregate={} leftover={} leftover_pairs={} near={}",
             gpus.join(","),
             bottleneck_text(o.quality),
             o.quality.aggregate,
-            score_text(o.lookahead_same_k),
-            o.lookahead_pairs,
+            leftover_text(o),
+            o.leftover.pairs,
             o.near
         );
+        if let Some(v) = versus {
+            let p = objective::objective(&topo, free, v, req.near);
+            line += &format!(
+                " versus={} versus_bottleneck={} versus_aggregate={} versus_leftover={} job={} leftover={}",
+                v.to_vec()
+                    .iter()
+                    .map(|g| g.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                bottleneck_text(p.quality),
+                p.quality.aggregate,
+                leftover_text(&p),
+                verdict(o.quality.cmp(&p.quality)),
+                verdict(o.leftover.cmp(&p.leftover)),
+            );
+        }
+        println!("{line}");
     }
     Ok(0)
+}
+
+/// `better`/`same`/`worse`: ours against the other answer (bigger is better).
+fn verdict(o: std::cmp::Ordering) -> &'static str {
+    match o {
+        std::cmp::Ordering::Greater => "better",
+        std::cmp::Ordering::Equal => "same",
+        std::cmp::Ordering::Less => "worse",
+    }
 }
 
 fn no_fit_reason(free: GpuSet, req: &Request) -> String {
@@ -132,6 +180,24 @@ fn score_text(s: Score) -> String {
     }
 }
 
+/// The leftover per lookahead size that still has a set, largest first: `4:25/225,2:50/50`
+/// (`-` when none has).
+fn leftover_text(o: &Objective) -> String {
+    let parts: Vec<String> = sizes(o)
+        .filter(|(_, sc)| *sc != Score::NONE)
+        .map(|(s, sc)| format!("{s}:{}", score_text(sc)))
+        .collect();
+    if parts.is_empty() {
+        "-".to_string()
+    } else {
+        parts.join(",")
+    }
+}
+
+fn sizes(o: &Objective) -> impl Iterator<Item = (u8, Score)> + '_ {
+    o.leftover.by_size.iter().copied().filter(|(s, _)| *s > 0)
+}
+
 fn score_json(s: Score) -> serde_json::Value {
     if s == Score::NONE {
         return serde_json::Value::Null;
@@ -143,8 +209,14 @@ fn score_json(s: Score) -> serde_json::Value {
 fn objective_json(o: &Objective) -> serde_json::Value {
     json!({
         "quality": score_json(o.quality),
-        "leftover_same_k": score_json(o.lookahead_same_k),
-        "leftover_pairs": o.lookahead_pairs,
+        "leftover": sizes(o)
+            .map(|(s, sc)| (s.to_string(), score_json(sc)))
+            .collect::<serde_json::Map<_, _>>(),
+        "leftover_pairs": o.leftover.pairs,
+        "loss": { "whole": o.loss.0.whole, "by_size": {
+            "16": o.loss.0.by_size[0], "8": o.loss.0.by_size[1],
+            "4": o.loss.0.by_size[2], "2": o.loss.0.by_size[3] },
+            "pairs": o.loss.0.pairs },
         "near": o.near,
     })
 }

@@ -70,7 +70,34 @@ fn dgx1v_known_answers() {
     assert!(quad == [0, 1, 2, 3] || quad == [4, 5, 6, 7], "{quad:?}");
     assert_eq!(pick(DGX1V, Some("0,1,4"), 2, &[]), [0, 4]);
     assert_eq!(pick(DGX1V, None, 2, &["--required", "4"]), [4, 7]);
-    assert_eq!(pick(DGX1V, None, 2, &["--near", "4-7"]), [6, 7]);
+    assert_eq!(pick(DGX1V, None, 2, &["--near", "4-7"]), [4, 7]);
+    // Leaves the NV2 pair {5,6}, not the NV1 pair {4,5}.
+    assert_eq!(pick(DGX1V, Some("4-7"), 2, &[]), [4, 7]);
+}
+
+#[test]
+fn versus_compares_with_another_answer() {
+    let versus = |other: &str| {
+        gputopo(&[
+            "pick",
+            "--topology",
+            DGX1V,
+            "--free",
+            "4-7",
+            "--count",
+            "2",
+            "--versus",
+            other,
+        ])
+    };
+    let o = versus("6,7");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let line = stdout(&o);
+    assert!(line.starts_with("gpus=4,7 "), "{line}");
+    let tail = " versus=6,7 versus_bottleneck=50 versus_aggregate=50 versus_leftover=2:25/25 \
+                job=same leftover=better\n";
+    assert!(line.ends_with(tail), "{line}");
+    assert_eq!(versus("0,1").status.code(), Some(1));
 }
 
 #[test]
@@ -87,7 +114,7 @@ fn text_output_is_one_key_value_line() {
     assert!(o.status.success());
     assert_eq!(
         stdout(&o),
-        "gpus=0,4 bottleneck=55 aggregate=55 leftover_same_k=- leftover_pairs=0 near=0\n"
+        "gpus=0,4 bottleneck=50 aggregate=50 leftover=- leftover_pairs=0 near=0\n"
     );
 }
 

@@ -41,6 +41,12 @@ fixtures! {
     a100_pcie4 => "a100-pcie4.topo",
     /// Dual-socket PCIe-only 8-GPU server (PIX pairs, NODE within a socket, SYS across).
     pcie8 => "pcie8.topo",
+    /// HGX B200 8-GPU: NV18 (NVLink 5) between all pairs through NVSwitch.
+    hgx_b200 => "hgx-b200.topo",
+    /// GB200 NVL72 compute tray: 4 GPUs, NV18 between all pairs through the NVLink Switch.
+    gb200_nvl72_tray => "gb200-nvl72-tray.topo",
+    /// 8× L40S PCIe: no NVLink, PIX within a socket's switch, SYS across.
+    l40s_pcie8 => "l40s-pcie8.topo",
 }
 
 /// The NVLink count of every pair, row by row (0 on the diagonal): compares topologies read
@@ -62,7 +68,16 @@ mod tests {
 
     #[test]
     fn fixtures_have_the_documented_links() {
-        assert_eq!(all().len(), 8);
+        assert_eq!(all().len(), 11);
+        for t in [hgx_b200(), gb200_nvl72_tray()] {
+            let n = t.len();
+            assert!((0..n).all(|a| (0..n).all(|b| a == b || t.link(a, b).nvlinks == 18)));
+        }
+        assert_eq!(gb200_nvl72_tray().len(), 4);
+        let l = l40s_pcie8();
+        assert_eq!(l.max_nvlinks(), 0);
+        assert_eq!(l.link(0, 3).pcie, PcieLevel::Pix);
+        assert_eq!(l.link(3, 4).pcie, PcieLevel::Sys);
         let d2 = dgx2();
         assert_eq!(d2.len(), 16);
         assert!((0..16).all(|a| (0..16).all(|b| a == b || d2.link(a, b).nvlinks == 6)));

@@ -18,7 +18,8 @@ use gputopo_core::placement::TopoHandle;
 use gputopo_core::placement::engine::Gputopo;
 use gputopo_core::steer::HealthMasks;
 use gputopo_core::steer::health_cache::{HealthCache, Lookup};
-use gputopo_core::topology::{Gpu, NodeTopology, PcieLevel};
+use gputopo_core::topology::NodeTopology;
+use gputopo_core::topology::gres_model::from_slurm;
 
 use crate::slurm::gres::NodeGres;
 use crate::slurm::node::NodeView;
@@ -401,39 +402,23 @@ struct ModelEntry {
     model: Arc<NodeModel>,
 }
 
-/// Builds the core model of a node from Slurm's view (sockets from `Cores=`, PCIe levels
-/// PHB within a socket and SYS across, NVLinks from `Links=`), then the agent's matrix.
+/// Builds the core model of a node from Slurm's view with the core's one GRES constructor
+/// (`topology::gres_model::from_slurm`: sockets from identical `Cores=`, NODE within and SYS
+/// across, NVLinks from `Links=`, the same model `gputopo pick` builds from gres.conf), then
+/// applies the agent's matrix.
 fn build_topology(
     node: &NodeView<'_>,
     cores: &[Vec<u32>],
     links: Option<&[Vec<i32>]>,
     agent: Option<&NodeHealth>,
 ) -> Option<NodeTopology> {
-    let cps = node.cores_per_socket() as u32;
-    let gpus = cores
-        .iter()
-        .enumerate()
-        .map(|(index, c)| Gpu {
-            index,
-            socket: c.first().map(|first| first / cps),
-            cores: c.clone(),
-            ..Gpu::default()
-        })
-        .collect();
-    let mut topo = match NodeTopology::new(node.name(), gpus, PcieLevel::Phb) {
+    let mut topo = match from_slurm(node.name(), cores, links) {
         Ok(t) => t,
         Err(e) => {
             log::debug!("node {}: no GPU topology model: {e}", node.name());
             return None;
         }
     };
-    if let Some(links) = links {
-        for (a, row) in links.iter().enumerate() {
-            for (b, &n) in row.iter().enumerate().skip(a + 1) {
-                let _ = topo.set_nvlinks(a, b, u8::try_from(n.max(0)).unwrap_or(u8::MAX));
-            }
-        }
-    }
     if let Some(agent) = agent {
         agent.apply_to(&mut topo);
     }

@@ -50,6 +50,11 @@ const METRICS: &[Metric] = &[
         get: |s| s.wait_p95_s,
     },
     Metric {
+        key: "wait_large_mean_s",
+        label: "mean queueing delay of 4- and 8-GPU jobs (s)",
+        get: |s| s.wait_large_mean_s,
+    },
+    Metric {
         key: "jct_mean_s",
         label: "mean job completion time (s)",
         get: |s| s.jct_mean_s,
@@ -86,7 +91,7 @@ pub fn table(title: &str, rows: &[Summary]) -> String {
     let mut out = format!("{title}\n");
     let _ = writeln!(
         out,
-        "{:<19} {:>7} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>6} {:>6} {:>6} {:>6} {:>6} {:>10}",
+        "{:<19} {:>7} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>6} {:>6} {:>6} {:>6} {:>10}",
         "policy",
         "optimal",
         "meanBW",
@@ -94,6 +99,7 @@ pub fn table(title: &str, rows: &[Summary]) -> String {
         "stranded",
         "wait",
         "wait-p95",
+        "wait-4+",
         "JCT",
         "slow",
         "p75",
@@ -105,7 +111,7 @@ pub fn table(title: &str, rows: &[Summary]) -> String {
     for s in rows {
         let _ = writeln!(
             out,
-            "{:<19} {:>6.1}% {:>8.1} {:>8.0} {:>9.2} {:>9.0} {:>9.0} {:>9.0} {:>6.3} {:>6.3} {:>6.2} {:>6} {:>6} {:>10.0}",
+            "{:<19} {:>6.1}% {:>8.1} {:>8.0} {:>9.2} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>6.3} {:>6.3} {:>6.2} {:>6} {:>6} {:>10.0}",
             s.policy,
             100.0 * s.optimal_share,
             s.mean_bottleneck_gbps,
@@ -113,6 +119,7 @@ pub fn table(title: &str, rows: &[Summary]) -> String {
             s.stranded_gpus,
             s.wait_mean_s,
             s.wait_p95_s,
+            s.wait_large_mean_s,
             s.jct_mean_s,
             s.slowdown_mean,
             s.slowdown_p75,
@@ -131,12 +138,12 @@ pub fn csv(rows: &[Summary]) -> String {
         "policy,jobs,rejected,started,unrunnable,multi_gpu_allocs,optimal_allocs,optimal_share,\
          mean_bottleneck_gbps,worst_bottleneck_gbps,stranded_gpus,utilization,wait_mean_s,\
          wait_p95_s,jct_mean_s,jct_p95_s,slowdown_mean,slowdown_p75,slowdown_max,faulty_allocs,\
-         faults,makespan_s,decisions,decisions_per_s,wall_s\n",
+         faults,makespan_s,decisions,decisions_per_s,wall_s,wait_large_mean_s\n",
     );
     for s in rows {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{:.4},{:.2},{:.2},{:.3},{:.4},{:.1},{:.1},{:.1},{:.1},{:.4},{:.4},{:.4},{},{},{:.1},{},{:.0},{:.3}",
+            "{},{},{},{},{},{},{},{:.4},{:.2},{:.2},{:.3},{:.4},{:.1},{:.1},{:.1},{:.1},{:.4},{:.4},{:.4},{},{},{:.1},{},{:.0},{:.3},{:.1}",
             s.policy,
             s.jobs,
             s.rejected,
@@ -161,7 +168,8 @@ pub fn csv(rows: &[Summary]) -> String {
             s.makespan_s,
             s.decisions,
             s.decisions_per_s,
-            s.wall_s
+            s.wall_s,
+            s.wait_large_mean_s
         );
     }
     out

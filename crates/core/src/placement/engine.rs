@@ -32,14 +32,14 @@
 //! topology pays for that size's table (microseconds at 8 GPUs, about a millisecond at 16);
 //! `docs/engine.md` has the measured cold and warm figures.
 //!
-//! Above 16 GPUs per node (none ship today) no tables are built and a greedy fallback is used:
-//! start from `required`, repeatedly add the free GPU that gives the best quality (then
-//! `near`, then lowest index), O(k · n) score evaluations. It is not exact, reports no lookahead
-//! in its [`Objective`], and says so here only: callers see the same `gputopo` policy.
+//! Above 16 GPUs per node (none ship today) no tables are built and a heuristic is used
+//! ([`super::heuristic`]: multi-start greedy growth plus swaps on the set's own quality; its
+//! measured gap to the optimum is in `docs/engine.md`). It is not exact and reports no lookahead
+//! in its [`Objective`]; callers see the same `gputopo` policy.
 
 use super::objective::{self, Objective, Score};
 use super::search::{Decision, decide};
-use super::tables::{TableCache, TopoHandle, TopoTables, objective_of};
+use super::tables::{TableCache, TopoHandle, TopoTables};
 use super::{Policy, Request};
 use crate::gpuset::GpuSet;
 use crate::topology::NodeTopology;
@@ -90,7 +90,7 @@ impl Gputopo {
     ) -> Option<Choice> {
         match self.handle(topo) {
             Some(h) => Self::choose_on(&h, free, req),
-            None => greedy(topo, free, req),
+            None => heuristic(topo, free, req),
         }
     }
 
@@ -103,9 +103,10 @@ impl Gputopo {
             req.required.bits(),
             req.near.bits(),
         )?;
+        let gpus = GpuSet::from_bits(d.set);
         Some(Choice {
-            gpus: GpuSet::from_bits(d.set),
-            objective: objective_of(d.head, d.near),
+            gpus,
+            objective: tables.objective(free, gpus, req.near),
         })
     }
 }
@@ -126,32 +127,15 @@ pub fn score(topo: &NodeTopology, set: GpuSet) -> Score {
     objective::score(topo, set)
 }
 
-/// Greedy fallback above 16 GPUs: not exact (see the module docs).
-fn greedy(topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<Choice> {
-    let free = free.intersection(topo.all());
-    if !req.required.is_subset(free) || req.required.len() > req.count || free.len() < req.count {
-        return None;
-    }
-    let mut set = req.required;
-    while set.len() < req.count {
-        let next = free.difference(set).iter().max_by_key(|&g| {
-            let s = set.with(g);
-            (
-                objective::score(topo, s),
-                req.near.contains(g),
-                std::cmp::Reverse(g),
-            )
-        })?;
-        set.insert(next);
-    }
-    // The lookahead is exponential to evaluate directly; the greedy neither uses nor reports it.
+/// The heuristic above 16 GPUs ([`super::heuristic`]): not exact, no lookahead reported.
+fn heuristic(topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<Choice> {
+    let set = super::heuristic::choose(topo, free, req)?;
     Some(Choice {
         gpus: set,
         objective: Objective {
             quality: objective::score(topo, set),
-            lookahead_same_k: Score::NONE,
-            lookahead_pairs: 0,
             near: set.intersection(req.near).len() as u32,
+            ..Objective::default()
         },
     })
 }

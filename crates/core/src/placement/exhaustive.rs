@@ -27,12 +27,13 @@ impl Exhaustive {
             return None;
         }
         let mut best: Option<(Objective, GpuSet)> = None;
+        let mut eval = objective::Evaluator::new(topo);
         objective::for_each_subset(
             free.difference(req.required),
             req.count - req.required.len(),
             &mut |t| {
                 let s = t.union(req.required);
-                let o = objective::objective(topo, free, s, req.near);
+                let o = eval.objective(free, s, req.near);
                 // Subsets arrive in tie-break order: only a strictly better key replaces.
                 if best.is_none_or(|(bo, _)| o > bo) {
                     best = Some((o, s));

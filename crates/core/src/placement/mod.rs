@@ -6,7 +6,7 @@
 //! simulator), never in a policy.
 //!
 //! Policies: `gputopo` (the exact engine, [`engine`]; its objective in [`objective`], its
-//! tables in [`tables`], its search in `search`, node ranking in [`rank`]), the test oracle
+//! lookahead in [`lookahead`], its tables in [`tables`], its search in `search`, node ranking in [`rank`]), the test oracle
 //! [`exhaustive`], and the baselines the evaluation compares against: [`first_fit`],
 //! [`slurm_greedy`] (a model of stock cons_tres), [`best_effort`] (go-gpuallocator's
 //! partition-score policy).
@@ -15,6 +15,8 @@ pub mod best_effort;
 pub mod engine;
 pub mod exhaustive;
 pub mod first_fit;
+pub mod heuristic;
+pub mod lookahead;
 pub mod objective;
 pub mod rank;
 mod search;
@@ -23,6 +25,7 @@ pub mod tables;
 
 pub use engine::{Choice, Gputopo, score};
 pub use exhaustive::Exhaustive;
+pub use lookahead::{Leftover, Loss};
 pub use objective::{Objective, Score};
 pub use rank::{RankKey, rank_nodes};
 pub use tables::{TableCache, TopoHandle, TopoTables};
@@ -60,4 +63,16 @@ pub trait Policy: Send + Sync {
 
     /// Chooses `req.count` GPUs out of `free` on `topo`, or `None` when impossible.
     fn choose(&self, topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<GpuSet>;
+}
+
+/// A deterministic xorshift stream for tests: each call returns the next value modulo `m`.
+#[cfg(test)]
+pub(crate) fn test_rng(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut x = seed | 1;
+    move |m| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    }
 }

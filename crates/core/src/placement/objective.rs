@@ -6,47 +6,49 @@
 //! minimum over its pairs of a per-pair bandwidth value), then by its **aggregate** (the sum
 //! over pairs, which rewards sets whose other links are good too). Only when two sets are
 //! equally good for the job do we look at what the choice does to the *next* jobs: the
-//! **lookahead** prefers choices that leave the node's remaining free GPUs well connected
-//! (the same intent as go-gpuallocator's partition score, at a fraction of its cost). Then
-//! **affinity** to the job's cores (`Request::near`), then the lowest set, so that every answer
-//! is deterministic.
+//! **lookahead** ([`super::lookahead`]) values the GPUs left free at every size the node can
+//! still serve, largest first, so intact groups stay whole and a 1-GPU job takes the GPU the
+//! rest needs least. Then **affinity** to the job's cores (`Request::near`), then the lowest
+//! set, so that every answer is deterministic.
 //!
 //! The full key, compared lexicographically (bigger is better):
 //! 1. `quality` ([`Score`]): `(bottleneck, aggregate)` of the chosen set.
-//! 2. `lookahead_same_k`: the best [`Score`] any `k`-subset of the leftover free GPUs still
-//!    has (zero when fewer than `k` remain): "can the next job of this size still get a good
-//!    set here?".
-//! 3. `lookahead_pairs`: the maximum-weight matching of the leftover free GPUs (sum of pair
-//!    values over disjoint pairs): how well the rest of the node still serves 2-GPU jobs,
-//!    the most common multi-GPU size, and a proxy for how evenly it can be carved up.
-//! 4. `near`: how many chosen GPUs are in `Request::near`.
-//! 5. the lexicographically smallest sorted index list (e.g. {0,3} before {0,4}).
+//! 2. `leftover` ([`Leftover`]): per lookahead size, largest first, the best [`Score`] a
+//!    subset of that size of the leftover free GPUs still has; then their maximum-weight pair
+//!    matching.
+//! 3. `near`: how many chosen GPUs are in `Request::near`.
+//! 4. the lexicographically smallest sorted index list (e.g. {0,3} before {0,4}).
+//!
+//! `loss` ([`Loss`]) is reported beside them: the same leftover value as a drop from the free
+//! GPUs, comparable across nodes (node ranking uses it); on one node it follows `leftover`.
 //!
 //! # Pair values
 //! A pair's value is an estimate of its peer-to-peer bandwidth in GB/s per direction:
-//! `25 × nvlinks + pcie`, where 25 GB/s is one NVLink (NVLink 2/3/4 per link per direction;
-//! NVSwitch pairs carry `min(switch links)` links, see `NodeTopology::apply_nvswitch`) and the
-//! PCIe term is a representative PCIe Gen3 x16 peer-to-peer figure for the path level:
+//! `25 × nvlinks` when the pair has NVLink (NVLink 2/3/4 per link per direction; NVSwitch
+//! pairs carry `min(switch links)` links, see `NodeTopology::apply_nvswitch`), and otherwise
+//! a representative PCIe Gen3 x16 peer-to-peer figure for the path level:
 //!
 //! | level | SB | PIX | PXB | PHB | NODE | SYS |
 //! |---|---|---|---|---|---|---|
 //! | GB/s | 14 | 12 | 11 | 9 | 7 | 5 |
 //!
-//! Only the order and rough ratios matter. The PCIe spread (14 − 5 = 9) is below one NVLink
-//! (25), so any NVLink count beats every PCIe level and `n` NVLinks always beat `n − 1`,
-//! whatever the PCIe paths; the PCIe term then breaks ties between pairs with the same NVLink
-//! count (NV2 behind one PCIe switch beats NV2 across sockets, as go-gpuallocator's additive
-//! pair score also has it). NVLink counts above [`NVLINK_CAP`] are treated as the cap (no GPU
-//! has more than 18), which keeps a 16-GPU aggregate below 2^16 for the packed tables.
+//! The PCIe path of an NVLink pair counts for nothing: NCCL sends that pair's peer traffic over
+//! the NVLink and the PCIe path carries none. An earlier version added the PCIe term to NVLink
+//! pairs and so, on a DGX-1V with {4,5,6,7} free, took the NV2 pair {6,7} behind one PCIe
+//! switch and left the NV1 pair {4,5}, where {4,7} leaves the NV2 pair {5,6}: the PCIe term was
+//! compared before the lookahead and decided a question the lookahead should. Every PCIe value
+//! is below one NVLink (25), so any NVLink beats every PCIe path and `n` NVLinks beat `n − 1`.
+//! NVLink counts above [`NVLINK_CAP`] are treated as the cap (no GPU has more than 18), which
+//! keeps a 16-GPU aggregate below 2^16 for the packed tables.
 //!
 //! A single GPU has no pair: its bottleneck is "unbounded" ([`Score::SINGLE`]), so for `k = 1`
-//! all GPUs tie on quality and the lookahead decides (it gives away the GPU that the rest of
-//! the node needs least).
+//! all GPUs tie on quality and the lookahead decides.
 //!
 //! The functions here compute everything from the topology directly. They are the
 //! specification, used by the exhaustive oracle and by `score`; the fast path in
 //! [`super::tables`] and `super::search` must agree with them.
 
+use super::lookahead::{self, Leftover, Loss};
 use crate::gpuset::GpuSet;
 use crate::topology::{Link, NodeTopology, PcieLevel};
 use std::collections::HashMap;
@@ -72,8 +74,10 @@ pub const fn pcie_gbps(level: PcieLevel) -> u32 {
 
 /// The value of one pair: estimated GB/s per direction (see the module docs).
 pub fn pair_gbps(link: Link) -> u32 {
-    let nv = u32::from(link.nvlinks.min(NVLINK_CAP));
-    nv * NVLINK_GBPS + pcie_gbps(link.pcie)
+    match link.nvlinks.min(NVLINK_CAP) {
+        0 => pcie_gbps(link.pcie),
+        nv => u32::from(nv) * NVLINK_GBPS,
+    }
 }
 
 /// Quality of a GPU set for collective communication: bottleneck first, then aggregate.
@@ -150,26 +154,35 @@ impl fmt::Display for Score {
 }
 
 /// The full objective value of choosing one set out of a free set (see the module docs).
-/// Ordered lexicographically by field; bigger is better. Ties beyond this are broken by the
-/// lowest set.
+/// Ordered lexicographically by field; bigger is better (`loss` is determined by `leftover`
+/// on one node, so it never decides there). Ties beyond this are broken by the lowest set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Objective {
     /// (a) the chosen set's own quality.
     pub quality: Score,
-    /// (b1) the best quality a same-size set of the leftover free GPUs still has.
-    pub lookahead_same_k: Score,
-    /// (b2) maximum-weight pair matching of the leftover free GPUs (GB/s).
-    pub lookahead_pairs: u32,
+    /// (b) the value of the leftover free GPUs, per size, then their pairing.
+    pub leftover: Leftover,
+    /// What the choice costs later jobs, comparable across nodes (node ranking).
+    pub loss: std::cmp::Reverse<Loss>,
     /// (c) chosen GPUs with affinity to the job's cores.
     pub near: u32,
 }
 
 impl fmt::Display for Objective {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} leftover=", self.quality)?;
+        let mut sep = "";
+        for &(s, sc) in self.leftover.by_size.iter().filter(|(s, _)| *s > 0) {
+            write!(f, "{sep}{s}:{}", sc.bottleneck)?;
+            sep = ",";
+        }
+        if sep.is_empty() {
+            write!(f, "-")?;
+        }
         write!(
             f,
-            "{} leftover_same_k=({}) leftover_pairs={} near={}",
-            self.quality, self.lookahead_same_k, self.lookahead_pairs, self.near
+            " leftover_pairs={} near={}",
+            self.leftover.pairs, self.near
         )
     }
 }
@@ -211,31 +224,99 @@ pub fn best_subset_score(topo: &NodeTopology, set: GpuSet, k: usize) -> Score {
 /// lowest GPU with each other one, or leave it out, memoised per subset. For the oracle and
 /// tests.
 pub fn pair_matching(topo: &NodeTopology, set: GpuSet) -> u32 {
-    fn rec(topo: &NodeTopology, set: GpuSet, memo: &mut HashMap<GpuSet, u32>) -> u32 {
-        let Some(lo) = set.first() else { return 0 };
-        if let Some(&v) = memo.get(&set) {
-            return v;
-        }
-        let rest = set.without(lo);
-        let mut best = rec(topo, rest, memo);
-        for j in rest.iter() {
-            best = best.max(pair_gbps(topo.link(lo, j)) + rec(topo, rest.without(j), memo));
-        }
-        memo.insert(set, best);
-        best
-    }
-    rec(topo, set.intersection(topo.all()), &mut HashMap::new())
+    Evaluator::new(topo).pairs(set)
 }
 
 /// The objective value of choosing `set` out of `free` (with `set ⊆ free`) for a job that
 /// prefers `near`, computed directly from the topology.
 pub fn objective(topo: &NodeTopology, free: GpuSet, set: GpuSet, near: GpuSet) -> Objective {
-    let left = free.difference(set);
-    Objective {
-        quality: score(topo, set),
-        lookahead_same_k: best_subset_score(topo, left, set.len()),
-        lookahead_pairs: pair_matching(topo, left),
-        near: set.intersection(near).len() as u32,
+    Evaluator::new(topo).objective(free, set, near)
+}
+
+/// Direct evaluation of the objective with memoised best subsets, for the oracle: `best(S, s)`
+/// is the best of `S` itself (|S| = s) and of `S` minus each of its GPUs (|S| > s), a
+/// different computation from the tables' subset-maximum transform. One evaluator per
+/// (topology, free set) keeps the oracle polynomial in the number of masks it visits.
+pub struct Evaluator<'t> {
+    topo: &'t NodeTopology,
+    sizes: Vec<usize>,
+    best: HashMap<(u8, u32), Score>,
+    pairs: HashMap<GpuSet, u32>,
+}
+
+impl<'t> Evaluator<'t> {
+    /// An evaluator for `topo` (its lookahead sizes from [`lookahead::sizes`]).
+    pub fn new(topo: &'t NodeTopology) -> Self {
+        let sizes = lookahead::sizes(topo.len(), |a, b| pair_gbps(topo.link(a, b)));
+        Evaluator {
+            topo,
+            sizes,
+            best: HashMap::new(),
+            pairs: HashMap::new(),
+        }
+    }
+
+    /// The best score of an `s`-subset of `set` ([`Score::NONE`] when `|set| < s`).
+    pub fn best(&mut self, set: GpuSet, s: usize) -> Score {
+        let n = set.len();
+        if s == 0 || n < s {
+            return Score::NONE;
+        }
+        if n == s {
+            return score(self.topo, set);
+        }
+        if let Some(&v) = self.best.get(&(s as u8, set.bits())) {
+            return v;
+        }
+        let mut b = Score::NONE;
+        for g in set.iter() {
+            b = b.max(self.best(set.without(g), s));
+        }
+        self.best.insert((s as u8, set.bits()), b);
+        b
+    }
+
+    /// Maximum-weight pair matching of `set` (see [`pair_matching`]).
+    pub fn pairs(&mut self, set: GpuSet) -> u32 {
+        let set = set.intersection(self.topo.all());
+        let Some(lo) = set.first() else { return 0 };
+        if let Some(&v) = self.pairs.get(&set) {
+            return v;
+        }
+        let rest = set.without(lo);
+        let mut best = self.pairs(rest);
+        for j in rest.iter() {
+            best = best.max(pair_gbps(self.topo.link(lo, j)) + self.pairs(rest.without(j)));
+        }
+        self.pairs.insert(set, best);
+        best
+    }
+
+    /// The value of leaving `left` free.
+    pub fn leftover(&mut self, left: GpuSet) -> Leftover {
+        let left = left.intersection(self.topo.all());
+        let pairs = self.pairs(left);
+        let sizes = self.sizes.clone();
+        lookahead::leftover(&sizes, |s| self.best(left, s), pairs)
+    }
+
+    /// The objective value of choosing `set` out of `free` for a job preferring `near`.
+    pub fn objective(&mut self, free: GpuSet, set: GpuSet, near: GpuSet) -> Objective {
+        let free = free.intersection(self.topo.all());
+        let leftover = self.leftover(free.difference(set));
+        let before = self.leftover(free);
+        let all = self.topo.all();
+        let whole = if free == all && !set.is_empty() {
+            score(self.topo, all)
+        } else {
+            Score::NONE
+        };
+        Objective {
+            quality: score(self.topo, set),
+            leftover,
+            loss: std::cmp::Reverse(Loss::between(whole, &before, &leftover)),
+            near: set.intersection(near).len() as u32,
+        }
     }
 }
 

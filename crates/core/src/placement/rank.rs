@@ -2,35 +2,47 @@
 //!
 //! Stock Slurm never lets GPU links influence node choice (cons_tres picks GPU indices after
 //! the nodes are fixed), so a 4-GPU job may land on a node where only a poor set is left while
-//! another node still has an NVLink quad. [`rank_nodes`] orders candidate nodes by [`RankKey`],
-//! that is, in turn:
+//! another node still has an NVLink quad, and 1-GPU jobs break up NVSwitch boards while PCIe
+//! boxes sit idle. [`rank_nodes`] orders candidate nodes by [`RankKey`], that is, in turn:
 //! 1. the **class** of the best set the node can still offer for `k` GPUs
 //!    ([`Score::class`]: the bottleneck's NVLink count, or its PCIe level when it has no
-//!    NVLink), so jobs go where they run fastest;
-//! 2. **best fit**: fewest free GPUs left after taking `k`, which packs jobs and keeps whole
-//!    nodes free for big jobs;
-//! 3. **least fragmentation**: the lookahead (best same-size set, then pairing) of what the
-//!    node's own best choice would leave free;
-//! 4. the **fine quality** of that set (bottleneck, then aggregate, GB/s);
-//! 5. the caller's order (index), so the result is deterministic.
+//!    NVLink), so jobs go where they run fastest: the job's need comes first;
+//! 2. **breaking an idle node** ([`Loss::whole`]): a job that would break an idle node costs
+//!    that node's whole-board bottleneck, any other placement nothing. So small jobs go to
+//!    nodes already in use, and between idle nodes to the one whose whole board is worth
+//!    least: a 1-GPU job breaks an idle PCIe box (SYS, 5 GB/s) before an idle NVSwitch board
+//!    (NV18, 450 GB/s), and large jobs find those whole;
+//! 3. **best fit**: fewest free GPUs left after taking `k`, which packs jobs so that nodes
+//!    drain and become idle again for whole-node jobs;
+//! 4. the rest of the **loss** of the node's own choice ([`Loss`]): how much its best 16-, 8-,
+//!    4- and 2-GPU sets lose in bottleneck, largest size first, then its pairing;
+//! 5. the **fine quality** of that set (bottleneck, then aggregate, GB/s);
+//! 6. the caller's order (index), so the result is deterministic.
 //!
-//! # Why the class, not the fine quality, comes before fit
-//! Within one node the engine maximises the fine quality, PCIe tie-break term included: among
-//! the node's NV2 pairs it takes the one behind a single PCIe switch. Across nodes, an earlier
-//! version ranked by that fine quality first, and on a fleet of DGX-1V it stranded more GPUs
-//! than stock Slurm: a 2-GPU job opened an idle node for its 62 GB/s pair (NV2 + one PCIe
-//! switch) rather than take a 59 GB/s NV2 pair (NV2 through the host bridge) on a busy node, so
-//! busy nodes kept odd free GPUs and idle nodes were broken up. The PCIe term of an NVLink pair
-//! is a tie-break (NCCL moves the data over NVLink; the estimate differs by 5 %), while an
-//! NVLink count or a PCIe level is a real bandwidth step (NV2 vs NV1 2×, PIX vs SYS 2.4×), so
-//! the node order buckets quality into those classes and lets packing decide within a class.
-//! The set chosen *on* the node is still the node's exact optimum (the engine's objective).
+//! # Why fit before the finer loss
+//! A first version compared the whole loss vector before fit. On the trace-shaped run (12
+//! DGX-1V, mostly 1-GPU jobs and some 8-GPU ones, strict FIFO) it sent 1-GPU jobs to roomy
+//! nodes whose best quad survived rather than to nearly full nodes whose last pair did not,
+//! so load spread over many nodes, few became idle, and the mean wait rose from about 1,200 s
+//! to 26,000 s. Packing is what frees whole nodes; the finer loss now only decides between
+//! equally tight fits.
+//!
+//! Slurm's node `Weight=` is not seen here (see `docs/engine.md`, Node ranking).
+//!
+//! # Why the class, not the fine quality, comes first
+//! An NVLink count or a PCIe level is a real bandwidth step (NV2 vs NV1 2×, PIX vs SYS 2.4×),
+//! while aggregates differ by a few percent between boards. An earlier version ranked by the
+//! fine quality before fit, and on a fleet of DGX-1V it stranded more GPUs than stock Slurm:
+//! a 2-GPU job opened an idle node for a marginally better pair rather than take an equal-class
+//! pair on a busy node. Buckets first, then the loss (which is zero at size 8 on a node that is
+//! already broken up, and positive on an idle one) keeps packing.
 //!
 //! Nodes with fewer than `k` free GPUs are left out. Each key is a few table lookups on the
 //! node's interned tables (an O(1) tier lookup at ≤ 8 GPUs; a memoised search above), computed
 //! once per distinct (topology, free mask); nodes are then placed by a counting sort:
 //! 10,000 nodes take well under a millisecond (`docs/engine.md`).
 
+use super::lookahead::Loss;
 use super::objective::{Objective, Score};
 use super::search::decide;
 use super::tables::TopoTables;
@@ -38,17 +50,18 @@ use crate::gpuset::GpuSet;
 use std::cmp::Reverse;
 
 /// The order of nodes for a job (bigger is better), compared field by field: see the module
-/// docs for why the class comes before fit and the fine quality last.
+/// docs for why the class comes first and the fine quality last.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RankKey {
     /// [`Score::class`] of the node's best set for the job.
     pub class: u32,
+    /// The bottleneck of the idle node the job would break, 0 when it breaks none
+    /// ([`Loss::whole`]; smaller is better).
+    pub whole: Reverse<u32>,
     /// Free GPUs left after the job (fewer is better).
     pub left: Reverse<u32>,
-    /// The lookahead of the node's own choice: best same-size set of the leftover.
-    pub lookahead_same_k: Score,
-    /// The lookahead of the node's own choice: pairing of the leftover (GB/s).
-    pub lookahead_pairs: u32,
+    /// What the node's own choice costs later jobs (smaller is better).
+    pub loss: Reverse<Loss>,
     /// The fine quality of the node's best set.
     pub quality: Score,
 }
@@ -59,22 +72,29 @@ impl RankKey {
     pub fn new(o: &Objective, left: usize) -> Self {
         RankKey {
             class: o.quality.class(),
+            whole: Reverse(o.loss.0.whole),
             left: Reverse(u32::try_from(left).unwrap_or(u32::MAX)),
-            lookahead_same_k: o.lookahead_same_k,
-            lookahead_pairs: o.lookahead_pairs,
+            loss: o.loss,
             quality: o.quality,
         }
     }
 
-    /// One integer with the same order, for nodes of up to 16 GPUs (classes are at most
-    /// 25 × `NVLINK_CAP`, or `u32::MAX` for `k = 1`, and fit 24 bits after clipping).
+    /// One integer with the same order, for nodes of up to 16 GPUs: classes and bottlenecks
+    /// are at most 25 × `NVLINK_CAP` (10 bits; `u32::MAX` for `k = 1` clips to the top), a
+    /// pairing drop at most 8 × 500 (16 bits). `loss.whole` repeats `whole`: equal there.
     fn packed(&self) -> u128 {
-        let class = self.class.min(0xFF_FFFF);
-        let fit = 0xFF - self.left.0.min(0xFF);
-        (u128::from(class) << 104)
-            | (u128::from(fit) << 96)
-            | (u128::from(self.lookahead_same_k.to_packed()) << 64)
-            | (u128::from(self.lookahead_pairs) << 32)
+        let class = u128::from(self.class.min(0x3FF));
+        let whole = u128::from(0x3FF - self.whole.0.min(0x3FF));
+        let fit = u128::from(0xFF - self.left.0.min(0xFF));
+        let mut loss = 0u128;
+        for &d in &self.loss.0.by_size {
+            loss = (loss << 10) | u128::from(0x3FF - d.min(0x3FF));
+        }
+        loss = (loss << 16) | u128::from(0xFFFF - self.loss.0.pairs.min(0xFFFF));
+        (class << 114)
+            | (whole << 104)
+            | (fit << 96)
+            | (loss << 40)
             | u128::from(self.quality.to_packed())
     }
 }
@@ -152,12 +172,11 @@ pub fn rank_nodes<T: AsRef<TopoTables>>(candidates: &[(T, GpuSet)], k: usize) ->
 /// The packed [`RankKey`] of one node, or `None` when it cannot host `k` GPUs.
 fn node_key(t: &TopoTables, free: u32, k: usize) -> Option<u128> {
     let d = decide(t, free, k, 0, 0)?;
-    let o = Objective {
-        quality: Score::from_packed(d.head[0]),
-        lookahead_same_k: Score::from_packed(d.head[1]),
-        lookahead_pairs: d.head[2],
-        near: 0,
-    };
+    let o = t.objective(
+        GpuSet::from_bits(free),
+        GpuSet::from_bits(d.set),
+        GpuSet::EMPTY,
+    );
     Some(RankKey::new(&o, (free.count_ones() as usize) - k).packed())
 }
 
@@ -212,6 +231,39 @@ mod tests {
         // Only an NV1 pair on the busy node: the idle node's NV2 class wins.
         let nodes = vec![(Arc::clone(&dgx), s(&[0, 1])), idle];
         assert_eq!(rank_nodes(&nodes, 2), vec![1, 0]);
+    }
+
+    /// A mixed fleet, all idle: 1-GPU jobs fill the PCIe boxes (whose 8-GPU set is worth a
+    /// SYS path) before they break an NVSwitch board, then an 8-GPU job finds one whole; a
+    /// 2-GPU job still goes where its pair is fastest.
+    #[test]
+    fn one_gpu_jobs_fill_plain_nodes_first() {
+        let hgx = Arc::new(TopoTables::new(&crate::fixtures::hgx_h100()).unwrap());
+        let pcie = Arc::new(TopoTables::new(&crate::fixtures::l40s_pcie8()).unwrap());
+        let all = GpuSet::first_n(8);
+        let mut nodes = vec![
+            (Arc::clone(&hgx), all),
+            (Arc::clone(&pcie), all),
+            (Arc::clone(&hgx), all),
+            (Arc::clone(&pcie), all),
+        ];
+        assert_eq!(rank_nodes(&nodes, 2)[0], 0);
+        for job in 0..16 {
+            let best = rank_nodes(&nodes, 1)[0];
+            assert!(best == 1 || best == 3, "job {job} went to node {best}");
+            let c = crate::placement::Gputopo::choose_on(
+                &nodes[best].0,
+                nodes[best].1,
+                &crate::placement::Request::new(1),
+            )
+            .unwrap();
+            nodes[best].1 = nodes[best].1.difference(c.gpus);
+        }
+        assert_eq!(rank_nodes(&nodes, 8), vec![0, 2]);
+        // The next 1-GPU job breaks one NVSwitch board, and the one after stays on it.
+        let first = rank_nodes(&nodes, 1)[0];
+        nodes[first].1 = nodes[first].1.without(0);
+        assert_eq!(rank_nodes(&nodes, 1)[0], first);
     }
 
     /// The counting-sort ranking equals a plain sort on keys computed by brute force.

@@ -11,10 +11,9 @@
 //!    exclude), on the full key including the tie-break. A branch is cut when an upper bound
 //!    of every key component below it cannot beat the incumbent:
 //!    quality ≤ min(best_k(included ∪ undecided), bottleneck of the included GPUs);
-//!    lookahead_same_k ≤ best_k(F \ included), or 0 when |F| − k < k; lookahead_pairs ≤
-//!    min(matching(F \ included), ⌊(|F|−k)/2⌋ · best pair value); near ≤ included-near +
-//!    min(remaining, undecided-near); tie-break ≤ that of the included GPUs plus the lowest
-//!    undecided ones.
+//!    lookahead ≤ look(F \ included) (the lookahead rank is monotone: a larger leftover is
+//!    never worth less); near ≤ included-near + min(remaining, undecided-near); tie-break ≤
+//!    that of the included GPUs plus the lowest undecided ones.
 //!    Bounds are table lookups, so a node costs a few nanoseconds; on uniform (NVSwitch)
 //!    boards the first leaf meets the root bound and everything else is cut at once.
 //!
@@ -22,12 +21,12 @@
 
 use super::tables::TopoTables;
 
-/// A decision: the chosen mask, its objective head (quality, lookahead_same_k,
-/// lookahead_pairs) and its `near` count.
+/// A decision: the chosen mask, its objective head (packed quality, lookahead rank) and its
+/// `near` count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Decision {
     pub(crate) set: u32,
-    pub(crate) head: [u32; 3],
+    pub(crate) head: [u32; 2],
     pub(crate) near: u32,
 }
 
@@ -51,13 +50,13 @@ pub(crate) fn decide(
     if k == 0 {
         return Some(Decision {
             set: 0,
-            head: [0, 0, t.matching(free)],
+            head: [0, t.look(free)],
             near: 0,
         });
     }
-    let size = t.size(k);
+    let tiers = t.tiers(k);
     if required == 0 {
-        if let Some(tiers) = &size.tiers {
+        if let Some(tiers) = tiers {
             let (sets, head) = tiers.tier(free);
             if near == 0 {
                 return sets.first().map(|&s| Decision {
@@ -76,7 +75,8 @@ pub(crate) fn decide(
             return best.map(|(set, near)| Decision { set, head, near });
         }
     }
-    if size.tiers.is_none() {
+    let best_k = t.best(k);
+    if tiers.is_none() {
         // `near` covering all of `free` is no preference at all.
         let memo_near = if near == free { 0 } else { near };
         let d = match t.memo_get(k, free, memo_near, required) {
@@ -89,7 +89,7 @@ pub(crate) fn decide(
                 } else {
                     decide(t, free, k, required, 0).map(|d| d.set)
                 };
-                let d = branch_and_bound(t, &size.best, free, k, required, memo_near, seed)?;
+                let d = branch_and_bound(t, best_k, free, k, required, memo_near, seed)?;
                 t.memo_put(k, free, memo_near, required, (d.set, d.head));
                 d
             }
@@ -99,15 +99,14 @@ pub(crate) fn decide(
             ..d
         });
     }
-    branch_and_bound(t, &size.best, free, k, required, near, None)
+    branch_and_bound(t, best_k, free, k, required, near, None)
 }
 
 /// Packs (head, near, tie-break) into one comparable key. `rev` is the set's bits reversed
 /// within 16 bits: a bigger `rev` is a lexicographically smaller index list.
-fn key(head: [u32; 3], near: u32, rev: u32) -> u128 {
+fn key(head: [u32; 2], near: u32, rev: u32) -> u128 {
     (u128::from(head[0]) << 96)
         | (u128::from(head[1]) << 64)
-        | (u128::from(head[2]) << 32)
         | (u128::from(near) << 16)
         | u128::from(rev)
 }
@@ -127,9 +126,6 @@ struct Bb<'a> {
     ncand: usize,
     /// `suffix[i]`: mask of `cand[i..]`.
     suffix: [u32; 33],
-    /// Whether the leftover can hold another set of the same size at all.
-    leftover_fits_k: bool,
-    pairs_cap: u32,
     best: Option<(u128, Decision)>,
 }
 
@@ -154,7 +150,6 @@ fn branch_and_bound(
     for i in (0..ncand).rev() {
         suffix[i] = suffix[i + 1] | (1 << cand[i]);
     }
-    let left = free.count_ones() as usize - k;
     let mut bb = Bb {
         t,
         best_k,
@@ -163,8 +158,6 @@ fn branch_and_bound(
         cand,
         ncand,
         suffix,
-        leftover_fits_k: left >= k,
-        pairs_cap: (left / 2) as u32 * t.max_pair(),
         best: None,
     };
     let r = k - required.count_ones() as usize;
@@ -179,12 +172,7 @@ fn branch_and_bound(
 impl Bb<'_> {
     /// Makes `set` (a complete candidate) the incumbent if its key is better.
     fn offer(&mut self, set: u32) {
-        let left = self.free & !set;
-        let head = [
-            self.t.quality(set),
-            self.best_k[left as usize],
-            self.t.matching(left),
-        ];
+        let head = self.t.head(self.free, set);
         let near = (set & self.near).count_ones();
         let k = key(head, near, rev(set));
         if self.best.is_none_or(|(bk, _)| k > bk) {
@@ -248,13 +236,7 @@ impl Bb<'_> {
             self.t.quality(inc) | 0xFFFF
         };
         let ub_q = self.best_k[avail as usize].min(inc_q);
-        let left_max = self.free & !inc;
-        let ub_l1 = if self.leftover_fits_k {
-            self.best_k[left_max as usize]
-        } else {
-            0
-        };
-        let ub_l2 = self.t.matching(left_max).min(self.pairs_cap);
+        let ub_look = self.t.look(self.free & !inc);
         let ub_near =
             (inc & self.near).count_ones() + (r as u32).min((undecided & self.near).count_ones());
         // The lexicographically smallest completion: `inc` plus the r lowest undecided GPUs.
@@ -264,6 +246,6 @@ impl Bb<'_> {
             lowest |= u & u.wrapping_neg();
             u &= u - 1;
         }
-        key([ub_q, ub_l1, ub_l2], ub_near, rev(inc | lowest))
+        key([ub_q, ub_look], ub_near, rev(inc | lowest))
     }
 }

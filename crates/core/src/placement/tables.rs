@@ -6,13 +6,19 @@
 //! - `quality[S]`: the packed [`Score`] of every subset, O(2^n · n) to build.
 //! - `matching[S]`: the maximum-weight pair matching of every subset (the pairs lookahead),
 //!   by the usual "match the lowest GPU or leave it" recursion, O(2^n · n).
-//! - per request size `k`, built on first use: `best_k[S]`, the best quality of a `k`-subset
-//!   of `S` (a subset-maximum transform, O(2^n · n)); and on nodes of up to
-//!   [`TIER_MAX_GPUS`] GPUs the whole decision: for every free mask `F`, the sets that
-//!   maximise (quality, lookahead), in tie-break order. Only `near` is left to the call, a
-//!   scan over that (usually tiny) tier.
+//! - per size `s`: `best_s[S]`, the best quality of an `s`-subset of `S` (a subset-maximum
+//!   transform, O(2^n · n)); built at once for the lookahead sizes, on first use for other
+//!   request sizes.
+//! - `look[S]`: the lookahead ([`super::lookahead`]) of leaving `S` free as one dense rank:
+//!   the per-size best scores and the matching of every mask, sorted once. One `u32`
+//!   comparison then stands for the whole lexicographic leftover value, and the rank is
+//!   monotone in `S` (every component is), so it bounds the search too.
+//! - on nodes of up to [`TIER_MAX_GPUS`] GPUs, per request size on first use, the whole
+//!   decision: for every free mask `F`, the sets that maximise (quality, lookahead), in
+//!   tie-break order. Only `near` is left to the call, a scan over that (usually tiny) tier.
 //!
-//! Memory at 16 GPUs: 2 × 256 KiB plus 256 KiB per `k` used; at 8 GPUs a few KiB.
+//! Memory at 16 GPUs: 3 × 256 KiB, 1.75 MiB of lookahead values (28 bytes per mask), plus
+//! 256 KiB per size used (4-6 lookahead sizes); at 8 GPUs a few KiB.
 //!
 //! Tables depend only on the pair values, so [`TableCache`] interns them by that matrix:
 //! slurmctld with 10,000 identical nodes builds one set of tables, and a decision only pays
@@ -22,6 +28,7 @@
 //! Above 16 GPUs ([`MAX_EXACT_GPUS`]) no tables are built; the engine falls back to a greedy
 //! search there (see [`super::engine`]).
 
+use super::lookahead::{self, Leftover, Loss};
 use super::objective::{Objective, Score, pair_gbps};
 use crate::gpuset::GpuSet;
 use crate::topology::NodeTopology;
@@ -66,47 +73,52 @@ impl TopoKey {
     }
 }
 
-/// The decisions of one request size `k` on one topology.
-pub(crate) struct SizeTable {
-    /// `best[S]`: packed best quality of a `k`-subset of `S`, 0 when `|S| < k`.
-    pub(crate) best: Vec<u32>,
-    /// Whole decisions per free mask, on small nodes.
-    pub(crate) tiers: Option<Tiers>,
-}
-
 /// For each free mask `F`: the sets that maximise (quality, lookahead), in tie-break order,
 /// and that maximum.
 pub(crate) struct Tiers {
     /// `sets[offsets[F]..offsets[F + 1]]`.
     offsets: Vec<u32>,
     sets: Vec<u16>,
-    /// Per `F`: quality, lookahead_same_k, lookahead_pairs of the tier (all equal).
-    heads: Vec<[u32; 3]>,
+    /// Per `F`: quality and lookahead rank of the tier (all equal).
+    heads: Vec<[u32; 2]>,
 }
 
 impl Tiers {
     /// The tier of free mask `f` and its shared objective head.
-    pub(crate) fn tier(&self, f: u32) -> (&[u16], [u32; 3]) {
+    pub(crate) fn tier(&self, f: u32) -> (&[u16], [u32; 2]) {
         let f = f as usize;
         let (a, b) = (self.offsets[f] as usize, self.offsets[f + 1] as usize);
         (&self.sets[a..b], self.heads[f])
     }
 }
 
+/// The lookahead value of one mask: packed best score per lookahead size, then matching.
+type LookValue = [u32; lookahead::MAX_SIZES + 1];
+
 /// A memo key: k, free, near, required.
 type MemoKey = (u8, u32, u32, u32);
 
 /// A memoised decision: chosen mask and objective head.
-type Memoised = (u32, [u32; 3]);
+type Memoised = (u32, [u32; 2]);
 
 /// Precomputed tables for one distinct topology (≤ [`MAX_EXACT_GPUS`] GPUs).
 pub struct TopoTables {
     n: usize,
-    /// Largest pair value of the node.
-    max_pair: u32,
     quality: Vec<u32>,
     matching: Vec<u32>,
-    sizes: Vec<OnceLock<SizeTable>>,
+    /// Lookahead sizes, largest first.
+    look_sizes: Vec<usize>,
+    /// Dense rank of the lookahead value of every mask (bigger is better).
+    look: Vec<u32>,
+    /// The lookahead value of every mask: packed best score per lookahead size, then the
+    /// matching (one cache line per decision instead of a lookup per size table).
+    look_values: Vec<LookValue>,
+    /// For each of [`lookahead::LOSS_SIZES`], its slot in `look_sizes` (if the node has it).
+    loss_slots: [Option<usize>; 4],
+    /// `best[s][S]`: packed best quality of an `s`-subset of `S`, 0 when `|S| < s`.
+    best: Vec<OnceLock<Vec<u32>>>,
+    /// Whole decisions per free mask and request size, on small nodes.
+    tiers: Vec<OnceLock<Tiers>>,
     /// Memoised decisions on nodes too big for tiers:
     /// (k, free, near, required) → (set, objective head).
     memo: Mutex<HashMap<MemoKey, Memoised>>,
@@ -135,7 +147,6 @@ impl TopoTables {
                 pv[b * n + a] = v;
             }
         }
-        let max_pair = pv.iter().copied().max().unwrap_or(0);
         let full = 1usize << n;
         let mut quality = vec![0u32; full];
         for s in 1..full {
@@ -174,14 +185,49 @@ impl TopoTables {
             }
             matching[s] = best;
         }
-        TopoTables {
+        let look_sizes = lookahead::sizes(n, |a, b| pv[a * n + b]);
+        let loss_slots = lookahead::LOSS_SIZES.map(|s| look_sizes.iter().position(|&z| z == s));
+        let mut t = TopoTables {
             n,
-            max_pair,
             quality,
             matching,
-            sizes: (0..=n).map(|_| OnceLock::new()).collect(),
+            look_sizes,
+            look: Vec::new(),
+            look_values: Vec::new(),
+            loss_slots,
+            best: (0..=n).map(|_| OnceLock::new()).collect(),
+            tiers: (0..=n).map(|_| OnceLock::new()).collect(),
             memo: Mutex::new(HashMap::new()),
+        };
+        (t.look, t.look_values) = t.build_look();
+        t
+    }
+
+    /// The dense lookahead rank of every mask: sort the masks by (best score per lookahead
+    /// size, largest size first, then matching) and number the distinct values.
+    fn build_look(&self) -> (Vec<u32>, Vec<LookValue>) {
+        let full = 1usize << self.n;
+        let cols: Vec<&[u32]> = self.look_sizes.iter().map(|&s| self.best(s)).collect();
+        let value = |m: usize| {
+            let mut v: LookValue = [0; lookahead::MAX_SIZES + 1];
+            for (slot, col) in v.iter_mut().zip(cols.iter()) {
+                *slot = col[m];
+            }
+            v[cols.len()] = self.matching[m];
+            v
+        };
+        let values: Vec<_> = (0..full).map(value).collect();
+        let mut order: Vec<u32> = (0..full as u32).collect();
+        order.sort_unstable_by(|&a, &b| values[a as usize].cmp(&values[b as usize]));
+        let mut look = vec![0u32; full];
+        let mut rank = 0u32;
+        for w in 0..order.len() {
+            if w > 0 && values[order[w - 1] as usize] != values[order[w] as usize] {
+                rank += 1;
+            }
+            look[order[w] as usize] = rank;
         }
+        (look, values)
     }
 
     /// Number of GPUs.
@@ -199,19 +245,9 @@ impl TopoTables {
         GpuSet::first_n(self.n).bits()
     }
 
-    /// Largest pair value of the node.
-    pub(crate) fn max_pair(&self) -> u32 {
-        self.max_pair
-    }
-
     /// Packed quality of subset `s`.
     pub(crate) fn quality(&self, s: u32) -> u32 {
         self.quality[s as usize]
-    }
-
-    /// Pair matching of subset `s`.
-    pub(crate) fn matching(&self, s: u32) -> u32 {
-        self.matching[s as usize]
     }
 
     /// The quality of `set` (GPUs beyond the node ignored).
@@ -219,13 +255,72 @@ impl TopoTables {
         Score::from_packed(self.quality(set.bits() & self.all_bits()))
     }
 
-    /// The tables of request size `k` (1 ≤ k ≤ n), built on first use.
-    pub(crate) fn size(&self, k: usize) -> &SizeTable {
-        self.sizes[k].get_or_init(|| self.build_size(k))
+    /// Lookahead rank of leaving `s` free.
+    pub(crate) fn look(&self, s: u32) -> u32 {
+        self.look[s as usize]
     }
 
-    /// Builds `best_k` and, on small nodes, the decision tiers for size `k`.
-    fn build_size(&self, k: usize) -> SizeTable {
+    /// `best_k`: packed best quality of a `k`-subset of every mask (1 ≤ k ≤ n), built on
+    /// first use.
+    pub(crate) fn best(&self, k: usize) -> &[u32] {
+        self.best[k].get_or_init(|| self.build_best(k))
+    }
+
+    /// The decision tiers of request size `k` on a node of at most [`TIER_MAX_GPUS`] GPUs,
+    /// built on first use; `None` on larger nodes.
+    pub(crate) fn tiers(&self, k: usize) -> Option<&Tiers> {
+        (self.n <= TIER_MAX_GPUS).then(|| self.tiers[k].get_or_init(|| self.build_tiers(k)))
+    }
+
+    /// The value of leaving `left` free (per lookahead size, then pairing).
+    pub fn leftover(&self, left: GpuSet) -> Leftover {
+        let v = &self.look_values[(left.bits() & self.all_bits()) as usize];
+        let mut by_size = [(0u8, Score::NONE); lookahead::MAX_SIZES];
+        for ((slot, &s), &p) in by_size.iter_mut().zip(&self.look_sizes).zip(v.iter()) {
+            *slot = (s as u8, Score::from_packed(p));
+        }
+        Leftover {
+            by_size,
+            pairs: v[self.look_sizes.len()],
+        }
+    }
+
+    /// The full objective of choosing `set` out of `free` for a job preferring `near`.
+    ///
+    /// On the decision path: two rows of `look_values`, no per-size table lookups (the
+    /// loss here equals [`Loss::between`], which the oracle uses; the property tests compare).
+    pub fn objective(&self, free: GpuSet, set: GpuSet, near: GpuSet) -> Objective {
+        let all = self.all_bits();
+        let f = free.bits() & all;
+        let l = f & !set.bits();
+        let (before, after) = (&self.look_values[f as usize], &self.look_values[l as usize]);
+        let bottleneck = |p: u32| lookahead::bottleneck_value(Score::from_packed(p));
+        let mut by_size = [0u32; 4];
+        for (d, slot) in by_size.iter_mut().zip(self.loss_slots) {
+            if let Some(j) = slot {
+                *d = bottleneck(before[j]).saturating_sub(bottleneck(after[j]));
+            }
+        }
+        let m = self.look_sizes.len();
+        let whole = if f == all && !set.is_empty() {
+            bottleneck(self.quality(all))
+        } else {
+            0
+        };
+        Objective {
+            quality: self.score(set),
+            leftover: self.leftover(GpuSet::from_bits(l)),
+            loss: std::cmp::Reverse(Loss {
+                whole,
+                by_size,
+                pairs: before[m].saturating_sub(after[m]),
+            }),
+            near: set.intersection(near).len() as u32,
+        }
+    }
+
+    /// Builds `best_k` for size `k`.
+    fn build_best(&self, k: usize) -> Vec<u32> {
         let full = 1usize << self.n;
         let mut best: Vec<u32> = (0..full)
             .map(|s| {
@@ -247,18 +342,15 @@ impl TopoTables {
                 }
             }
         }
-        let tiers = (self.n <= TIER_MAX_GPUS).then(|| self.build_tiers(k, &best));
-        SizeTable { best, tiers }
+        best
     }
 
-    /// The objective head (quality, lookahead_same_k, lookahead_pairs) of choosing `s` out
-    /// of `f`, given `best_k`.
-    pub(crate) fn head(&self, best_k: &[u32], f: u32, s: u32) -> [u32; 3] {
-        let left = (f & !s) as usize;
-        [self.quality[s as usize], best_k[left], self.matching[left]]
+    /// The objective head (quality, lookahead rank) of choosing `s` out of `f`.
+    pub(crate) fn head(&self, f: u32, s: u32) -> [u32; 2] {
+        [self.quality[s as usize], self.look[(f & !s) as usize]]
     }
 
-    fn build_tiers(&self, k: usize, best_k: &[u32]) -> Tiers {
+    fn build_tiers(&self, k: usize) -> Tiers {
         let full = 1usize << self.n;
         let mut offsets = Vec::with_capacity(full + 1);
         let mut sets: Vec<u16> = Vec::new();
@@ -266,9 +358,9 @@ impl TopoTables {
         for f in 0..full {
             offsets.push(sets.len() as u32);
             let start = sets.len();
-            let mut top = [0u32; 3];
+            let mut top = [0u32; 2];
             super::objective::for_each_subset(GpuSet::from_bits(f as u32), k, &mut |s| {
-                let h = self.head(best_k, f as u32, s.bits());
+                let h = self.head(f as u32, s.bits());
                 if h > top || sets.len() == start {
                     top = h;
                     sets.truncate(start);
@@ -319,16 +411,6 @@ impl TopoTables {
 impl AsRef<TopoTables> for TopoTables {
     fn as_ref(&self) -> &TopoTables {
         self
-    }
-}
-
-/// Converts an objective head plus `near` into the public [`Objective`].
-pub(crate) fn objective_of(head: [u32; 3], near: u32) -> Objective {
-    Objective {
-        quality: Score::from_packed(head[0]),
-        lookahead_same_k: Score::from_packed(head[1]),
-        lookahead_pairs: head[2],
-        near,
     }
 }
 
@@ -389,13 +471,15 @@ mod tests {
         for s in 0..256u32 {
             let set = GpuSet::from_bits(s);
             assert_eq!(tab.score(set), objective::score(&t, set), "{set:?}");
-            assert_eq!(tab.matching(s), objective::pair_matching(&t, set));
+            assert_eq!(tab.leftover(set).pairs, objective::pair_matching(&t, set));
             for k in 1..=8 {
                 assert_eq!(
-                    Score::from_packed(tab.size(k).best[s as usize]),
+                    Score::from_packed(tab.best(k)[s as usize]),
                     objective::best_subset_score(&t, set, k)
                 );
             }
+            let mut eval = objective::Evaluator::new(&t);
+            assert_eq!(tab.leftover(set), eval.leftover(set));
         }
     }
 

@@ -48,6 +48,9 @@ pub struct Summary {
     pub wait_mean_s: f64,
     /// 95th percentile queueing delay, seconds.
     pub wait_p95_s: f64,
+    /// Mean queueing delay of jobs with 4 or more GPUs per node (the ones fragmentation
+    /// delays), seconds.
+    pub wait_large_mean_s: f64,
     /// Mean completion time (end − submit), seconds.
     pub jct_mean_s: f64,
     /// 95th percentile completion time, seconds.
@@ -86,6 +89,8 @@ pub fn quantile(v: &mut [f64], p: f64) -> f64 {
 #[derive(Debug, Default)]
 pub(crate) struct Acc {
     pub waits: Vec<f64>,
+    /// Waits of jobs with 4 or more GPUs per node.
+    pub large_waits: Vec<f64>,
     pub jcts: Vec<f64>,
     pub slowdowns: Vec<f64>,
     pub multi: u64,
@@ -137,6 +142,7 @@ impl Acc {
             utilization: ratio(self.busy_area, self.healthy_area),
             wait_mean_s: mean(&self.waits),
             wait_p95_s: quantile(&mut self.waits, 0.95),
+            wait_large_mean_s: mean(&self.large_waits),
             jct_mean_s: mean(&self.jcts),
             jct_p95_s: quantile(&mut self.jcts, 0.95),
             slowdown_mean: if self.slowdowns.is_empty() {

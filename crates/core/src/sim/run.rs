@@ -326,6 +326,9 @@ impl Sim<'_> {
         let run = job.duration * factor;
         let end = now + run;
         self.acc.waits.push(now - job.submit);
+        if k >= 4 {
+            self.acc.large_waits.push(now - job.submit);
+        }
         self.acc.jcts.push(end - job.submit);
         if k >= 2 {
             self.acc.slowdowns.push(factor);

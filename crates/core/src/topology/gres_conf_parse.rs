@@ -3,7 +3,7 @@
 //! Sites already describe their GPUs in gres.conf, so `gputopo pick --topology gres.conf` and
 //! the plugin can start from it. What we read, per `Name=gpu` line:
 //! - `File=` gives the GRES index order (one GPU per path; `/dev/nvidia[0-3]` expands) and
-//!   each GPU's device minor number ([`Gpu::minor`]: the digits ending the path,
+//!   each GPU's device minor number ([`super::Gpu::minor`]: the digits ending the path,
 //!   `/dev/nvidia3` → 3), which is how the node agent matches Slurm's GPUs to NVML devices;
 //! - `Type=`, `Cores=` (CPU affinity; GPUs with the same `Cores=` are taken as one socket);
 //! - `Links=` (NVLink count to every GPU of the node, -1 for itself), validated: one entry per
@@ -14,10 +14,13 @@
 //! expanded); without a requested node the file must describe a single node.
 //! `AutoDetect=` and non-GPU GRES lines (`Name=mps`, `Name=shard`, ...) are ignored.
 //!
-//! gres.conf has no PCIe paths: pairs sharing `Cores=` get `NODE`, others `SYS`.
+//! The model itself comes from the one GRES constructor, [`super::gres_model::from_gres`]
+//! (the plugin uses it too): gres.conf has no PCIe paths, so pairs sharing `Cores=` get
+//! `NODE`, others `SYS`.
 //! Every problem is a [`LineError`] naming the line and key; no input panics.
 
-use super::{Gpu, NodeTopology, PcieLevel};
+use super::NodeTopology;
+use super::gres_model::{GresGpu, from_gres};
 use crate::gpuset::MAX_GPUS;
 use crate::keyvalue::{self, LineError, get};
 
@@ -41,7 +44,6 @@ pub fn parse(text: &str, node: Option<&str>) -> Result<NodeTopology, LineError> 
 pub fn parse_if_any(text: &str, node: Option<&str>) -> Result<Option<NodeTopology>, LineError> {
     let mut gpus: Vec<GpuLine> = Vec::new();
     let mut node_names: Option<(usize, String)> = None;
-    let mut gpu_type: Option<String> = None;
     for (line, words) in keyvalue::lines(text) {
         let words = words?;
         if get(&words, "AutoDetect").is_some() && get(&words, "Name").is_none() {
@@ -106,9 +108,7 @@ pub fn parse_if_any(text: &str, node: Option<&str>) -> Result<Option<NodeTopolog
             }
             None => None,
         };
-        if let Some(t) = get(&words, "Type") {
-            gpu_type.get_or_insert_with(|| t.to_string());
-        }
+        let type_name = get(&words, "Type").map(str::to_string);
         for f in &files {
             if gpus.len() >= MAX_GPUS {
                 return Err(LineError::new(
@@ -119,6 +119,7 @@ pub fn parse_if_any(text: &str, node: Option<&str>) -> Result<Option<NodeTopolog
             }
             gpus.push(GpuLine {
                 line,
+                type_name: type_name.clone(),
                 minor: minor_of(f),
                 cores: cores.clone(),
                 links: links.clone(),
@@ -128,7 +129,7 @@ pub fn parse_if_any(text: &str, node: Option<&str>) -> Result<Option<NodeTopolog
     if gpus.is_empty() {
         return Ok(None);
     }
-    build(node, node_names.map(|n| n.1), gpu_type, &gpus).map(Some)
+    build(node, node_names.map(|n| n.1), &gpus).map(Some)
 }
 
 /// The device minor number a `File=` path names: the decimal digits it ends with
@@ -140,46 +141,20 @@ pub fn minor_of(path: &str) -> Option<u32> {
 
 struct GpuLine {
     line: usize,
+    type_name: Option<String>,
     minor: Option<u32>,
     cores: Vec<u32>,
     links: Option<Vec<i64>>,
 }
 
+/// Validates the `Links=` of every line (errors name the line), then builds the model with
+/// the one GRES constructor.
 fn build(
     node: Option<&str>,
     node_names: Option<String>,
-    gpu_type: Option<String>,
     lines: &[GpuLine],
 ) -> Result<NodeTopology, LineError> {
     let n = lines.len();
-    let mut socket_of: Vec<&[u32]> = Vec::new();
-    let gpus = lines
-        .iter()
-        .enumerate()
-        .map(|(index, g)| {
-            let socket = (!g.cores.is_empty()).then(|| {
-                let pos = socket_of.iter().position(|c| *c == g.cores.as_slice());
-                pos.unwrap_or_else(|| {
-                    socket_of.push(&g.cores);
-                    socket_of.len() - 1
-                }) as u32
-            });
-            Gpu {
-                index,
-                socket,
-                cores: g.cores.clone(),
-                minor: g.minor,
-                ..Gpu::default()
-            }
-        })
-        .collect();
-    let name = node
-        .map(str::to_string)
-        .or(node_names)
-        .unwrap_or_else(|| "gres.conf".to_string());
-    let mut topo = NodeTopology::new(name, gpus, PcieLevel::Node)
-        .map_err(|e| LineError::new(lines[0].line, "File", e.to_string()))?;
-    topo.gpu_type = gpu_type;
     for (a, g) in lines.iter().enumerate() {
         let Some(links) = &g.links else { continue };
         if links.len() != n {
@@ -223,14 +198,22 @@ fn build(
                     }
                 }
             }
-            let count = u8::try_from(v).unwrap_or(u8::MAX);
-            if count > 0 {
-                topo.set_nvlinks(a, b, count)
-                    .map_err(|e| LineError::new(g.line, "Links", e.to_string()))?;
-            }
         }
     }
-    Ok(topo)
+    let name = node
+        .map(str::to_string)
+        .or(node_names)
+        .unwrap_or_else(|| "gres.conf".to_string());
+    let gres: Vec<GresGpu> = lines
+        .iter()
+        .map(|g| GresGpu {
+            type_name: g.type_name.clone(),
+            cores: Some(g.cores.clone()),
+            links: g.links.clone(),
+            minor: g.minor,
+        })
+        .collect();
+    from_gres(name, &gres).map_err(|e| LineError::new(lines[0].line, "File", e.to_string()))
 }
 
 fn parse_links(line: usize, v: &str) -> Result<Vec<i64>, LineError> {
@@ -308,6 +291,7 @@ pub fn expand_hostlist(s: &str) -> Result<Vec<String>, String> {
 mod tests {
     use super::*;
     use crate::fixtures::nvlink_matrix;
+    use crate::topology::PcieLevel;
     use proptest::prelude::*;
 
     const DGX1V: &str = include_str!("../../../../tests/fixtures/topologies/dgx1v-gres.conf");
