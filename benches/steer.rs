@@ -35,6 +35,7 @@ fn bench(c: &mut Criterion) {
                     },
                     degraded: GpuSet::EMPTY,
                 },
+                weight: 1 << 8,
             })
             .collect();
         g.throughput(Throughput::Elements(n as u64));

@@ -112,6 +112,13 @@ impl<'a> NodeView<'a> {
         (self.rec.slurmd_start_time, self.rec.boot_time)
     }
 
+    /// Slurm's scheduling weight of the node (`sched_weight`: `Weight=` shifted left by 8
+    /// plus Slurm's own low bits), set by slurmctld before it calls the select plugin; cons_tres
+    /// fills nodes of lower weight first.
+    pub fn sched_weight(&self) -> u64 {
+        self.rec.sched_weight
+    }
+
     /// Cores per socket (slurm.conf `CoresPerSocket`), at least 1.
     pub fn cores_per_socket(&self) -> usize {
         usize::from(self.rec.cores).max(1)

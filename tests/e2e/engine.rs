@@ -7,6 +7,7 @@
 //! get the whole NVSwitch node. With `GPUTOPO_SELECT=cons_tres` the same jobs run on stock
 //! Slurm and the test prints where they went beside the assertion-free run, for comparison
 //! (stock sends the 1-GPU jobs to n1, the first node, and the 8-GPU job to the PCIe box).
+//! A second test gives the nodes different `Weight=`: the administrator's order comes first.
 
 use super::harness::{Cluster, Opts, WAIT, e2e_enabled, select};
 
@@ -53,4 +54,35 @@ fn one_gpu_jobs_fill_pcie_nodes_and_an_8_gpu_job_gets_the_nvswitch_node() {
         assert!(small.iter().all(|n| n == "n2"), "1-GPU jobs: {small:?}");
         assert_eq!(big_node, "n1");
     }
+}
+
+/// slurm.conf `Weight=` keeps its meaning: with the NVSwitch node given the lower weight, the
+/// administrator's order wins over gputopo's preference for the PCIe box, for 1-GPU jobs as
+/// for stock Slurm; gputopo orders only nodes of equal weight (the test above).
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn node_weight_comes_before_gputopos_node_order() {
+    if !e2e_enabled() {
+        return;
+    }
+    let c = Cluster::up(Opts {
+        nodes: 2,
+        topology: "hgx-h100".into(),
+        node_topology: Some("n2=l40s-pcie8".into()),
+        node_weight: Some("n1=1,n2=10".into()),
+        gputopo_conf: Some(CONF.into()),
+        ..Opts::default()
+    });
+    let placed: Vec<String> = (0..3)
+        .map(|_| {
+            let job = c.sbatch(&["-N1", "-n1", "-c1", "--gres=gpu:1", "--wrap", "sleep 300"]);
+            node_of(&c, job)
+        })
+        .collect();
+    eprintln!(
+        "select/{}: 1-GPU jobs on {placed:?} (n1 Weight=1, n2 Weight=10)",
+        select()
+    );
+    assert!(placed.iter().all(|n| n == "n1"), "1-GPU jobs: {placed:?}");
+    c.assert_no_gpu_shared();
 }

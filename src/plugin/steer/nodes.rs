@@ -71,6 +71,8 @@ pub struct NodeFacts {
     pub health: HealthMasks,
     /// The engine's tables for `topo`.
     pub tables: Option<TopoHandle>,
+    /// Slurm's scheduling weight (`sched_weight`; ranked first, as cons_tres orders nodes).
+    pub weight: u64,
     /// Slurm knows its GPU topology ([`crate::plugin::steer::state::NodeModel::ranked`]):
     /// only such nodes are ranked; the others wait for the final try, as cons_tres would.
     pub ranked: bool,
@@ -101,6 +103,7 @@ pub fn gather(
                 topo: Arc::clone(&model.topo),
                 tables: model.tables.clone(),
                 ranked: model.ranked,
+                weight: nv.sched_weight(),
             })
         });
         match fact {
@@ -120,6 +123,7 @@ fn candidates(facts: &[NodeFacts]) -> Vec<Candidate<'_>> {
             free: f.free,
             of_type: f.of_type,
             health: f.health,
+            weight: f.weight,
         })
         .collect()
 }

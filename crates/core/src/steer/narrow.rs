@@ -5,14 +5,16 @@
 //! it offers the best-ranked nodes first and widens on failure, ending with every candidate,
 //! so a job that cons_tres could place is never refused because of steering ([`plan`]).
 //!
-//! Ranking (best first, [`NodeKey`]): a node whose best achievable set needs fewer degraded
-//! GPUs, then the engine's own node order, [`RankKey`] (the interconnect class of the node's
+//! Ranking (best first, [`NodeKey`]): Slurm's node weight first (slurm.conf `Weight=` keeps
+//! its meaning: the administrator's order comes first, gputopo orders nodes of equal weight),
+//! then a node whose best achievable set needs fewer degraded GPUs, then the engine's own
+//! node order, [`RankKey`] (the interconnect class of the node's
 //! best set, then the tightest fit, then the fragmentation it leaves, then the fine quality;
 //! `placement::rank` explains why the class and not the fine quality comes before fit). With
 //! no degraded GPU in play the order is exactly [`crate::placement::rank_nodes`]'s. Degraded
 //! GPUs lead because a degraded GPU costs the job more than any interconnect class (it is
 //! used only to make up the count, as in the GPU re-pick). The first tier is the top key
-//! exactly, the second the top health and class at any fit. Required nodes (`--nodelist`)
+//! exactly, the second the top weight, health and class at any fit. Required nodes (`--nodelist`)
 //! are in every tier. Tiers smaller than the job's minimum node count are skipped, so
 //! multi-node jobs are never starved by narrowing, and the number of cons_tres calls is
 //! capped.
@@ -44,6 +46,10 @@ pub struct Candidate<'a> {
     pub of_type: GpuSet,
     /// Per-GPU health.
     pub health: HealthMasks,
+    /// Slurm's scheduling weight of the node (`sched_weight`: slurm.conf `Weight=` shifted
+    /// up, plus Slurm's own low bits), the order cons_tres itself fills nodes in. Lower is
+    /// preferred; it leads the ranking, so gputopo orders only nodes of equal weight.
+    pub weight: u64,
 }
 
 /// When the health pre-filter runs.
@@ -135,10 +141,12 @@ impl Plan {
     }
 }
 
-/// Rank key of a node that can take the job now (bigger is better): fewer degraded GPUs in
-/// its best set, then the engine's [`RankKey`].
+/// Rank key of a node that can take the job now (bigger is better): lower Slurm weight,
+/// then fewer degraded GPUs in its best set, then the engine's [`RankKey`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct NodeKey {
+    /// The administrator's order first: Slurm's node weight (lower is better).
+    pub weight: Reverse<u64>,
     /// Degraded GPUs the node's best set needs (fewer is better).
     pub degraded: Reverse<usize>,
     /// The engine's node order for that set.
@@ -148,7 +156,9 @@ pub struct NodeKey {
 impl NodeKey {
     /// True when `other` has the same health and interconnect class (fit may differ).
     fn same_class(&self, other: &NodeKey) -> bool {
-        self.degraded == other.degraded && self.engine.class == other.engine.class
+        self.weight == other.weight
+            && self.degraded == other.degraded
+            && self.engine.class == other.engine.class
     }
 }
 
@@ -170,6 +180,7 @@ pub fn rank(
                 healthiest_request(pool, c.health.degraded, gpus_per_node, GpuSet::EMPTY)?;
             let choice = engine.choose_detailed(c.topo, free, &req)?;
             let key = NodeKey {
+                weight: Reverse(c.weight),
                 degraded: Reverse(choice.gpus.intersection(c.health.degraded).len()),
                 engine: RankKey::new(&choice.objective, pool.len() - gpus_per_node),
             };

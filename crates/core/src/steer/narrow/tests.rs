@@ -11,6 +11,7 @@ fn cand<'a>(node: usize, topo: &'a NodeTopology, free: &[usize]) -> Candidate<'a
         free: set(free),
         of_type: topo.all(),
         health: HealthMasks::ALL_OK,
+        weight: 0,
     }
 }
 
@@ -233,4 +234,22 @@ fn same_class_prefers_the_busier_node_and_health_leads() {
     assert_eq!(order(&c), vec![1, 0, 2]);
     c[1].health.degraded = set(&[3]);
     assert_eq!(order(&c), vec![0, 2, 1]);
+}
+
+/// slurm.conf `Weight=` comes first: gputopo's preferred node is offered after a node of
+/// lower weight; among equal weights gputopo's order decides.
+#[test]
+fn node_weight_orders_before_the_engine() {
+    let t = dgx1v();
+    let engine = Gputopo::new();
+    let e = &Prepared::new(&engine, []);
+    let mut c = vec![cand(0, &t, &[0, 1, 2, 3, 4, 5, 6, 7]), cand(1, &t, &[2, 3])];
+    let first = |c: &[Candidate<'_>]| plan(e, c, &need(2, 1)).tiers[0].clone();
+    assert_eq!(first(&c), vec![1], "equal weights: the best fit");
+    c[1].weight = 10 << 8;
+    assert_eq!(first(&c), vec![0], "the lower-weight node first");
+    let ranked = rank(e, &c, 2);
+    assert_eq!(ranked.iter().map(|r| r.0).collect::<Vec<_>>(), vec![0, 1]);
+    c[0].weight = 20 << 8;
+    assert_eq!(first(&c), vec![1]);
 }
