@@ -24,6 +24,8 @@
 # --extra-conf lines replace generated slurm.conf lines with the same key (NodeName= and
 # PartitionName= lines are added). The gputopo binary (gres.conf) is $GPUTOPO_BIN, or
 # target/release/gputopo ($CARGO_TARGET_DIR honoured), built with cargo if missing.
+# GPUTOPO_SLURMCTLD_PREFIX (optional, split on spaces) is put in front of every slurmctld start
+# of `up` and `restart`, e.g. `env GLIBC_TUNABLES=glibc.malloc.check=3` or `valgrind ...`.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,6 +34,7 @@ repo=$(cd "$here/.." && pwd)
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 log() { [ -n "${QUIET:-}" ] || echo "cluster.sh: $*" >&2; }
 now_ms() { date +%s%3N; }
+read -ra ctld_prefix <<< "${GPUTOPO_SLURMCTLD_PREFIX:-}"
 
 # --- release layout ------------------------------------------------------------------------
 release_paths() { # sets BIN SBIN PLUGINS for $release
@@ -154,7 +157,7 @@ cmd_restart() {
     if alive "$pid"; then log "$what did not stop within 30 s; SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; sleep 0.2; fi
   fi
   if [ "$what" = slurmctld ]; then
-    "$GPUTOPO_SLURM_SBIN/slurmctld" -f "$SLURM_CONF" || die "slurmctld did not start; see $dir/log/slurmctld.log"
+    "${ctld_prefix[@]}" "$GPUTOPO_SLURM_SBIN/slurmctld" -f "$SLURM_CONF" || die "slurmctld did not start; see $dir/log/slurmctld.log"
     for i in $(seq 300); do timeout 5 scontrol ping 2>/dev/null | grep -q UP && break; sleep 0.1; done
     timeout 5 scontrol ping 2>/dev/null | grep -q UP || die "slurmctld does not answer 30 s after restart"
   else
@@ -358,7 +361,7 @@ EOE
   start_munged
   export SLURM_CONF=$dir/etc/slurm.conf PATH="$BIN:$SBIN:$PATH"
   # (7>&-: the daemons must not inherit the bring-up lock)
-  "$SBIN/slurmctld" -f "$SLURM_CONF" 7>&- || fail_up "slurmctld did not start"
+  "${ctld_prefix[@]}" "$SBIN/slurmctld" -f "$SLURM_CONF" 7>&- || fail_up "slurmctld did not start"
   for i in $(seq 300); do
     timeout 5 scontrol ping 2>/dev/null | grep -q 'UP' && break
     sleep 0.1

@@ -4,4 +4,7 @@ mod agent;
 mod foundation;
 mod harness;
 mod priority;
+mod priority_fairshare;
+mod priority_ledger;
+mod priority_memory;
 mod select;

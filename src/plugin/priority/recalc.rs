@@ -10,10 +10,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use gputopo_core::priority::Flags;
+use gputopo_core::priority::ledger::UNVERIFIED_ACCOUNT;
 use gputopo_core::priority::multifactor::apply_incr_only;
 
-use super::state::{STATE, compute};
-use crate::slurm::prio::job::{JobRecord, job_list};
+use super::state::{Extension, STATE, Snapshot, compute};
+use crate::slurm::prio::job::{JobRecord, job_list, job_list_exists};
 use crate::slurm::prio::{self, AssocLock, CtldLock, CtldLocks, assoc};
 
 fn now() -> i64 {
@@ -23,11 +24,26 @@ fn now() -> i64 {
 }
 
 /// One pass over `job_list`. `recover` = `priority_p_recover`'s pass (no ledger charge).
-/// Returns false when the association tree was not there yet (retry soon).
+/// Returns false when the association tree was not there yet (retry soon). The ledger is
+/// written after the slurmctld locks are released.
 pub fn pass(recover: bool) -> bool {
+    let (complete, snapshot) = locked_pass(recover);
+    if let Some(s) = snapshot {
+        s.write();
+    }
+    complete
+}
+
+/// The part of [`pass`] that runs under the job write lock; returns the ledger snapshot.
+fn locked_pass(recover: bool) -> (bool, Option<Snapshot>) {
     let Some(_ctld) = CtldLock::acquire(CtldLocks::JobWriteNodePartRead) else {
-        return true;
+        return (true, None);
     };
+    if !job_list_exists() {
+        // Jobs not loaded yet: charging nothing but moving last_decay on would lose the time
+        // since the last save. Retry in a second.
+        return (false, None);
+    }
     let start = now();
     let cfg = STATE.config();
     let tres_cnt = prio::tres_count();
@@ -41,10 +57,12 @@ pub fn pass(recover: bool) -> bool {
             let Some(job) = (unsafe { JobRecord::from_raw(raw) }) else {
                 continue;
             };
-            if !recover && job.is_running() {
+            if !recover && (job.is_running() || job.is_finished()) {
+                // Finished jobs too: Slurm calls priority_p_job_end only with enforced
+                // limits and associations, so the pass charges what ran since the last one.
                 ext.charge(&job, start, tres_cnt);
             } else if job.is_pending() {
-                pending.push((job.account(), job.user_id().to_string()));
+                pending.push((UNVERIFIED_ACCOUNT.to_string(), job.user_id().to_string()));
             }
         }
         ext.ledger.decay_to(start);
@@ -84,13 +102,12 @@ pub fn pass(recover: bool) -> bool {
         prio::touch_last_job_update(now());
     }
     drop(_assoc);
-    if let Some(ext) = ext_guard.as_ref() {
-        if !STATE.with_dbd() {
-            ext.save();
-        }
-    }
+    let snapshot = ext_guard
+        .as_ref()
+        .filter(|_| !STATE.with_dbd())
+        .and_then(Extension::snapshot);
     log::debug!("recalculated priorities in {} s", now() - start);
-    complete
+    (complete, snapshot)
 }
 
 /// When the association usage was last decayed and charged (slurmdbd mode).

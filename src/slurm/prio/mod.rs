@@ -13,6 +13,7 @@
 pub mod assoc;
 pub mod job;
 pub mod sprio;
+pub mod xmalloc;
 
 use std::ffi::{CStr, c_char, c_int};
 
@@ -186,6 +187,11 @@ pub fn state_save_location() -> Option<std::path::PathBuf> {
     Some(std::path::PathBuf::from(
         unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned(),
     ))
+}
+
+/// `SlurmUser`'s uid (owner of the files slurmctld keeps in StateSaveLocation).
+pub fn slurm_user_id() -> u32 {
+    conf().slurm_user_id
 }
 
 /// True when `PrivateData=jobs`.
