@@ -25,7 +25,7 @@ use crate::slurm::conf::in_slurmctld;
 use crate::slurm::prio::{self, job::JobRecord, sprio};
 #[cfg(priority_abi = "22.05")]
 use crate::slurm::prio::{CtldLock, CtldLocks};
-use state::{STATE, compute, load_extension};
+use state::{STATE, compute};
 
 /// The priority role.
 pub static ROLE: PriorityRole = PriorityRole;
@@ -61,8 +61,9 @@ impl Role for PriorityRole {
             .with_dbd
             .write()
             .unwrap_or_else(PoisonError::into_inner) = with_dbd;
-        *STATE.ext.lock().unwrap_or_else(PoisonError::into_inner) =
-            (!with_dbd).then(|| load_extension(now()));
+        // The ledger is loaded by the first pass that finds this slurmctld in control
+        // (recalc::ensure_ledger), not here: a backup initialises its plugins in standby.
+        *STATE.ext.lock().unwrap_or_else(PoisonError::into_inner) = None;
         STATE.reload();
         if !with_dbd {
             log::info!(

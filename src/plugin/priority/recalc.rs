@@ -13,7 +13,7 @@ use gputopo_core::priority::Flags;
 use gputopo_core::priority::ledger::UNVERIFIED_ACCOUNT;
 use gputopo_core::priority::multifactor::apply_incr_only;
 
-use super::state::{Extension, STATE, Snapshot, compute};
+use super::state::{Extension, STATE, Snapshot, compute, load_extension};
 use crate::slurm::prio::job::{JobRecord, job_list, job_list_exists};
 use crate::slurm::prio::{self, AssocLock, CtldLock, CtldLocks, assoc};
 
@@ -27,11 +27,34 @@ fn now() -> i64 {
 /// Returns false when the association tree was not there yet (retry soon). The ledger is
 /// written after the slurmctld locks are released.
 pub fn pass(recover: bool) -> bool {
+    ensure_ledger();
     let (complete, snapshot) = locked_pass(recover);
     if let Some(s) = snapshot {
         s.write();
     }
     complete
+}
+
+/// Loads the ledger (without slurmdbd) the first time this slurmctld is in control, i.e. has
+/// a `job_list`: a backup controller initialises its plugins in standby, and the ledger it
+/// must start from is the one the primary wrote last, at takeover. Read outside every lock
+/// (slurmctld's and [`super::state::State::ext`]).
+fn ensure_ledger() {
+    let loaded = || {
+        STATE
+            .ext
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    };
+    if STATE.with_dbd() || !job_list_exists() || loaded() {
+        return;
+    }
+    let ext = load_extension(now());
+    let mut slot = STATE.ext.lock().unwrap_or_else(PoisonError::into_inner);
+    if slot.is_none() {
+        *slot = Some(ext);
+    }
 }
 
 /// The part of [`pass`] that runs under the job write lock; returns the ledger snapshot.
@@ -65,7 +88,10 @@ fn locked_pass(recover: bool) -> (bool, Option<Snapshot>) {
                 pending.push((UNVERIFIED_ACCOUNT.to_string(), job.user_id().to_string()));
             }
         }
-        ext.ledger.decay_to(start);
+        if !recover {
+            // Only a pass that charged may move the clock (recover charges nothing).
+            ext.ledger.decay_to(start);
+        }
         ext.refresh_fairshare(&pending);
     }
     let mut complete = true;
@@ -104,7 +130,7 @@ fn locked_pass(recover: bool) -> (bool, Option<Snapshot>) {
     drop(_assoc);
     let snapshot = ext_guard
         .as_ref()
-        .filter(|_| !STATE.with_dbd())
+        .filter(|_| !STATE.with_dbd() && !recover)
         .and_then(Extension::snapshot);
     log::debug!("recalculated priorities in {} s", now() - start);
     (complete, snapshot)

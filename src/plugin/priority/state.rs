@@ -171,14 +171,26 @@ pub fn load_extension(now: i64) -> Extension {
 pub struct Snapshot {
     dir: PathBuf,
     text: String,
+    last_decay: i64,
 }
 
+/// Serialises writers (24.11's `priority_p_recover` pass and the loop's first pass can end
+/// together; both use the same temp file) and remembers the newest `last_decay` written, so
+/// an older snapshot never replaces a newer one.
+static WRITTEN: Mutex<i64> = Mutex::new(i64::MIN);
+
 impl Snapshot {
-    /// Writes the snapshot (crash-safe, 0600, owned by SlurmUser); errors are logged and the
-    /// previous file stays. Call with no slurmctld lock held.
+    /// Writes the snapshot (crash-safe, 0600, owned by SlurmUser) unless a newer one was
+    /// written already; errors are logged and the previous file stays. Call with no slurmctld
+    /// lock held.
     pub fn write(self) {
-        if let Err(e) = ledger_file::write(&self.dir, &self.text, Some(prio::slurm_user_id())) {
-            log::error!("{e}");
+        let mut written = WRITTEN.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.last_decay < *written {
+            return;
+        }
+        match ledger_file::write(&self.dir, &self.text, Some(prio::slurm_user_id())) {
+            Ok(()) => *written = self.last_decay,
+            Err(e) => log::error!("{e}"),
         }
     }
 }
@@ -235,6 +247,7 @@ impl Extension {
         Some(Snapshot {
             dir: self.dir.clone()?,
             text: self.ledger.to_json(),
+            last_decay: self.ledger.last_decay(),
         })
     }
 }
