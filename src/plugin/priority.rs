@@ -11,6 +11,8 @@
 //! plugin does not load, so `init` must stay trivial there). The math is
 //! [`gputopo_core::priority`]; [`state`] holds config and ledger; [`recalc`] is the loop.
 
+#![deny(clippy::multiple_unsafe_ops_per_block)]
+
 pub mod recalc;
 pub mod state;
 

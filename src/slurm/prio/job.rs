@@ -97,7 +97,11 @@ impl<'a> JobRecord<'a> {
         }
         let fs = if a.shares_raw == gputopo_core::priority::FS_USE_PARENT {
             // SAFETY: as above.
-            unsafe { u.fs_assoc_ptr.as_ref().and_then(|p| p.usage.as_ref()) }.unwrap_or(u)
+            let parent = unsafe { u.fs_assoc_ptr.as_ref() };
+            // SAFETY: as above.
+            parent
+                .and_then(|p| unsafe { p.usage.as_ref() })
+                .unwrap_or(u)
         } else {
             u
         };
@@ -197,8 +201,9 @@ impl<'a> JobRecord<'a> {
         if i >= tres_cnt || i >= unsafe { capacity(self.job.tres_alloc_cnt) } {
             return None;
         }
+        let slot = self.job.tres_alloc_cnt.wrapping_add(i);
         // SAFETY: i is inside the allocation (checked above).
-        let v = unsafe { self.job.tres_alloc_cnt.add(i).read() };
+        let v = unsafe { slot.read() };
         (v != NO_CONSUME_VAL64).then_some(v)
     }
 

@@ -258,8 +258,9 @@ fn write_row(pf: &mut super::job::JobFactors, row: &WeightedFactors) {
     pf.priority_qos = row.qos;
     if !pf.priority_tres.is_null() {
         for (i, v) in row.tres.iter().enumerate().take(pf.tres_cnt as usize) {
+            let slot = pf.priority_tres.wrapping_add(i);
             // SAFETY: priority_tres has tres_cnt doubles (deep copy).
-            unsafe { pf.priority_tres.add(i).write(*v) };
+            unsafe { slot.write(*v) };
         }
     }
 }
