@@ -67,6 +67,16 @@ fn locked_pass(recover: bool) -> (bool, Option<Snapshot>) {
         // since the last save. Retry in a second.
         return (false, None);
     }
+    if !STATE.with_dbd()
+        && STATE
+            .ext
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+    {
+        // job_list appeared after ensure_ledger looked: load the ledger first (retry soon).
+        return (false, None);
+    }
     let start = now();
     let cfg = STATE.config();
     let tres_cnt = prio::tres_count();
