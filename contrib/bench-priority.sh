@@ -3,6 +3,7 @@
 # priority/multifactor and by priority/gputopo on the same local cluster configuration.
 #
 #   contrib/bench-priority.sh [--release 22.05.8|24.11.5] [--jobs N] [--periods P] [--slurmdbd]
+#                             [--dir DIR]
 #
 # The metric is CPU time of the recalculation thread ("decay" for multifactor, "gputopo-prio"
 # for gputopo) from /proc/<pid>/task/<tid>/schedstat (ns), over P PriorityCalcPeriods of one
@@ -23,7 +24,8 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=$2; shift 2 ;;
     --periods) periods=$2; shift 2 ;;
     --slurmdbd) dbd=1; shift ;;
-    *) echo "usage: $0 [--release R] [--jobs N] [--periods P]" >&2; exit 2 ;;
+    --dir) dir=$2; shift 2 ;;
+    *) echo "usage: $0 [--release R] [--jobs N] [--periods P] [--slurmdbd] [--dir DIR]" >&2; exit 2 ;;
   esac
 done
 extra=$(mktemp)

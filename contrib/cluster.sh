@@ -40,6 +40,8 @@
 # --node-topology gives listed nodes another topology than --topology (a mixed fleet), and
 # --node-weight sets Slurm's Weight= of listed nodes; with either, slurm.conf gets one
 # NodeName= line per node.
+# GPUTOPO_SLURMCTLD_PREFIX (optional, split on spaces) is put in front of every slurmctld start
+# of `up` and `restart`, e.g. `env GLIBC_TUNABLES=glibc.malloc.check=3` or `valgrind ...`.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,6 +50,7 @@ repo=$(cd "$here/.." && pwd)
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 log() { [ -n "${QUIET:-}" ] || echo "cluster.sh: $*" >&2; }
 now_ms() { date +%s%3N; }
+read -ra ctld_prefix <<< "${GPUTOPO_SLURMCTLD_PREFIX:-}"
 
 # --- release layout ------------------------------------------------------------------------
 release_paths() { # sets BIN SBIN PLUGINS for $release
@@ -181,7 +184,7 @@ cmd_restart() {
     if alive "$pid"; then log "$what did not stop within 30 s; SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; sleep 0.2; fi
   fi
   if [ "$what" = slurmctld ]; then
-    "$GPUTOPO_SLURM_SBIN/slurmctld" -f "$SLURM_CONF" || die "slurmctld did not start; see $dir/log/slurmctld.log"
+    "${ctld_prefix[@]}" "$GPUTOPO_SLURM_SBIN/slurmctld" -f "$SLURM_CONF" || die "slurmctld did not start; see $dir/log/slurmctld.log"
     for i in $(seq 300); do timeout 5 scontrol ping 2>/dev/null | grep -q UP && break; sleep 0.1; done
     timeout 5 scontrol ping 2>/dev/null | grep -q UP || die "slurmctld does not answer 30 s after restart"
   else
@@ -454,7 +457,7 @@ EOE
   start_munged
   export SLURM_CONF=$dir/etc/slurm.conf PATH="$BIN:$SBIN:$PATH"
   # (7>&-: the daemons must not inherit the bring-up lock)
-  "$SBIN/slurmctld" -f "$SLURM_CONF" 7>&- || fail_up "slurmctld did not start"
+  "${ctld_prefix[@]}" "$SBIN/slurmctld" -f "$SLURM_CONF" 7>&- || fail_up "slurmctld did not start"
   for i in $(seq 300); do
     timeout 5 scontrol ping 2>/dev/null | grep -q 'UP' && break
     sleep 0.1

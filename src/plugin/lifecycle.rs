@@ -6,6 +6,12 @@
 //! installs the logger and starts every [`Role`] listed in `plugin_identity!`, later ones only
 //! count; the last `fini` stops the roles in reverse order. A role that fails to start makes
 //! `init` fail (Slurm then refuses the plugin) after the already started ones are stopped.
+//!
+//! The count alone is not enough: production slurmctld never calls the select plugin's `fini`
+//! (only MEMORY_LEAK_DEBUG builds do), so the last `fini` never comes there. Every `fini` and
+//! every later `init` therefore also reach [`Role::release`] / [`Role::reacquire`], so a role
+//! whose end Slurm does signal (the priority role: `priority_g_fini` at shutdown and before
+//! 24.11's re-exec reconfigure) stops its own work whatever the other role does.
 
 use std::sync::{Mutex, PoisonError};
 
@@ -24,6 +30,17 @@ pub trait Role: Sync {
     fn start(&self) -> Result<(), PluginError>;
     /// Tears the role down (the last `fini`).
     fn stop(&self);
+    /// Every `fini` that is not the last: a role may stop its work here if Slurm's `fini` for
+    /// it is the only end it will ever see. Default: nothing (wait for the last `fini`).
+    fn release(&self) {}
+    /// Every `init` after the first: undo [`Role::release`] (24.11 re-initialises the priority
+    /// plugin after a failed reconfigure). Default: nothing.
+    ///
+    /// # Errors
+    /// As [`Role::start`].
+    fn reacquire(&self) -> Result<(), PluginError> {
+        Ok(())
+    }
 }
 
 static REFS: Mutex<usize> = Mutex::new(0);
@@ -45,6 +62,9 @@ pub fn init(roles: &[&dyn Role]) -> Result<(), PluginError> {
         }
     } else {
         slurm::log::sync_level();
+        for role in roles {
+            role.reacquire()?;
+        }
     }
     *refs += 1;
     Ok(())
@@ -59,7 +79,10 @@ pub fn fini(roles: &[&dyn Role]) {
             roles.iter().rev().for_each(|r| r.stop());
             *refs = 0;
         }
-        n => *refs = n - 1,
+        n => {
+            roles.iter().rev().for_each(|r| r.release());
+            *refs = n - 1;
+        }
     }
 }
 
@@ -72,6 +95,8 @@ mod tests {
     struct Counting {
         starts: AtomicUsize,
         stops: AtomicUsize,
+        releases: AtomicUsize,
+        reacquires: AtomicUsize,
         fail: bool,
     }
 
@@ -80,6 +105,8 @@ mod tests {
             Self {
                 starts: AtomicUsize::new(0),
                 stops: AtomicUsize::new(0),
+                releases: AtomicUsize::new(0),
+                reacquires: AtomicUsize::new(0),
                 fail,
             }
         }
@@ -100,6 +127,13 @@ mod tests {
         fn stop(&self) {
             self.stops.fetch_add(1, Ordering::SeqCst);
         }
+        fn release(&self) {
+            self.releases.fetch_add(1, Ordering::SeqCst);
+        }
+        fn reacquire(&self) -> Result<(), PluginError> {
+            self.reacquires.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
     }
 
     #[test]
@@ -119,8 +153,14 @@ mod tests {
             ),
             (1, 1)
         );
+        assert_eq!(A.reacquires.load(Ordering::SeqCst), 1, "the second init");
         fini(&roles);
         assert_eq!(A.stops.load(Ordering::SeqCst), 0);
+        assert_eq!(
+            A.releases.load(Ordering::SeqCst),
+            1,
+            "a fini that is not the last still reaches every role (priority_g_fini)"
+        );
         fini(&roles);
         assert_eq!(
             (

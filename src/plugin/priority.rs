@@ -11,10 +11,13 @@
 //! plugin does not load, so `init` must stay trivial there). The math is
 //! [`gputopo_core::priority`]; [`state`] holds config and ledger; [`recalc`] is the loop.
 
+#![deny(clippy::multiple_unsafe_ops_per_block)]
+
 pub mod recalc;
 pub mod state;
 
 use std::sync::PoisonError;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::ffi;
 use crate::plugin::PluginError;
@@ -24,10 +27,13 @@ use crate::slurm::conf::in_slurmctld;
 use crate::slurm::prio::{self, job::JobRecord, sprio};
 #[cfg(priority_abi = "22.05")]
 use crate::slurm::prio::{CtldLock, CtldLocks};
-use state::{STATE, compute, load_extension};
+use state::{STATE, compute};
 
 /// The priority role.
 pub static ROLE: PriorityRole = PriorityRole;
+
+/// Whether the role's work (ledger, loop) is running in this process.
+static RUNNING: AtomicBool = AtomicBool::new(false);
 
 /// See the module docs.
 #[derive(Debug)]
@@ -49,7 +55,7 @@ impl Role for PriorityRole {
     }
 
     fn start(&self) -> Result<(), PluginError> {
-        if !active() {
+        if !active() || RUNNING.swap(true, Ordering::SeqCst) {
             return Ok(());
         }
         let with_dbd = prio::with_slurmdbd();
@@ -57,8 +63,9 @@ impl Role for PriorityRole {
             .with_dbd
             .write()
             .unwrap_or_else(PoisonError::into_inner) = with_dbd;
-        *STATE.ext.lock().unwrap_or_else(PoisonError::into_inner) =
-            (!with_dbd).then(|| load_extension(now()));
+        // The ledger is loaded by the first pass that finds this slurmctld in control
+        // (recalc::ensure_ledger), not here: a backup initialises its plugins in standby.
+        *STATE.ext.lock().unwrap_or_else(PoisonError::into_inner) = None;
         STATE.reload();
         if !with_dbd {
             log::info!(
@@ -74,16 +81,29 @@ impl Role for PriorityRole {
         Ok(())
     }
 
+    /// Stops the loop, then one last pass charges running jobs up to now and writes the
+    /// ledger, so an orderly stop loses no usage. Idempotent.
     fn stop(&self) {
-        recalc::stop_thread();
-        if let Some(ext) = STATE
-            .ext
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_ref()
-        {
-            ext.save();
+        if !RUNNING.swap(false, Ordering::SeqCst) {
+            return;
         }
+        recalc::stop_thread();
+        let _ = recalc::pass(false);
+        *STATE.ext.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        log::info!("priority role stopped; usage ledger saved");
+    }
+
+    /// `priority_g_fini` is the only end production slurmctld signals (it never calls the
+    /// select plugin's `fini`), so the priority role stops on any `fini` in slurmctld.
+    fn release(&self) {
+        if in_slurmctld() {
+            self.stop();
+        }
+    }
+
+    /// 24.11 initialises the priority plugin again after a failed re-exec reconfigure.
+    fn reacquire(&self) -> Result<(), PluginError> {
+        self.start()
     }
 }
 
@@ -116,24 +136,14 @@ fn set_assoc_usage(
     Ok(())
 }
 
-/// `priority_p_job_end`: charge the ledger for the job's last interval, then release unused
-/// GrpTRESRunMins like priority/basic (job write lock held by Slurm).
+/// `priority_p_job_end`: with slurmdbd, charge the association for the job's last interval;
+/// then release unused GrpTRESRunMins like priority/basic (job write lock held by Slurm).
 fn job_end(job: Option<EntryPtr<'_, ffi::job_record_t>>) -> Result<(), PluginError> {
     let Some(job) = job else { return Ok(()) };
     let mut job = JobRecord::from_entry(job);
     let tres_cnt = prio::tres_count();
-    if !STATE.with_dbd() {
-        if let Some(ext) = STATE
-            .ext
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .as_mut()
-        {
-            let (_, end, _) = job.run_times();
-            let until = if end > 0 { end.min(now()) } else { now() };
-            ext.charge(&job, until, tres_cnt);
-        }
-    }
+    // Without slurmdbd the next pass charges the ledger from the job's own end time (Slurm
+    // calls this only with enforced limits and associations, so the pass cannot rely on it).
     if STATE.with_dbd() {
         recalc::charge_job_end(&job, now());
     }

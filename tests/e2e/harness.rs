@@ -94,6 +94,9 @@ pub struct Opts {
     pub node_topology: Option<String>,
     /// Slurm `Weight=` of some nodes (`n1=10,n2=1`).
     pub node_weight: Option<String>,
+    /// Command words put in front of every slurmctld start (`env GLIBC_TUNABLES=...`,
+    /// `valgrind ...`): cluster.sh's GPUTOPO_SLURMCTLD_PREFIX.
+    pub slurmctld_prefix: Option<String>,
 }
 
 impl Default for Opts {
@@ -114,6 +117,7 @@ impl Default for Opts {
             gres_conf: None,
             node_topology: None,
             node_weight: None,
+            slurmctld_prefix: None,
         }
     }
 }
@@ -233,6 +237,10 @@ impl Cluster {
         let out = Command::new(repo().join("contrib/cluster.sh"))
             .args(&args)
             .env("GPUTOPO_BIN", gputopo_bin())
+            .env(
+                "GPUTOPO_SLURMCTLD_PREFIX",
+                opts.slurmctld_prefix.as_deref().unwrap_or(""),
+            )
             .stdin(Stdio::null())
             .output()
             .expect("run contrib/cluster.sh");
@@ -522,11 +530,45 @@ impl Cluster {
         std::fs::read_to_string(self.dir.join(format!("log/slurmd-{node}.log"))).unwrap_or_default()
     }
 
+    /// slurmctld's pid (from its pid file) if that process is alive.
+    pub fn slurmctld_pid(&self) -> Option<u32> {
+        let pid = std::fs::read_to_string(self.dir.join("slurmctld.pid")).ok()?;
+        let pid: u32 = pid.trim().parse().ok()?;
+        Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
+    }
+
+    /// Stops slurmctld alone by its orderly path (`scontrol shutdown slurmctld`) and waits
+    /// until the process is gone; [`Cluster::restart_slurmctld`] starts it again.
+    pub fn stop_slurmctld(&self) {
+        let pid = self.slurmctld_pid();
+        self.ok("scontrol", &["shutdown", "slurmctld"]);
+        self.wait_until("slurmctld to exit", WAIT, || {
+            pid.is_none_or(|p| !Path::new(&format!("/proc/{p}")).exists())
+        });
+    }
+
+    /// SIGKILLs slurmctld and waits until the process is gone.
+    pub fn kill_slurmctld(&self) {
+        let pid = self.slurmctld_pid().expect("slurmctld runs");
+        let ok = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill -KILL {pid}");
+        self.wait_until("slurmctld to die", WAIT, || {
+            !Path::new(&format!("/proc/{pid}")).exists()
+        });
+    }
+
     fn cluster_sh(&self, args: &[&str]) {
         let out = Command::new(repo().join("contrib/cluster.sh"))
             .args(args)
             .arg("--dir")
             .arg(&self.dir)
+            .env(
+                "GPUTOPO_SLURMCTLD_PREFIX",
+                self.opts.slurmctld_prefix.as_deref().unwrap_or(""),
+            )
             .stdin(Stdio::null())
             .output()
             .expect("run contrib/cluster.sh");

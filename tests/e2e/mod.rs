@@ -7,4 +7,7 @@ mod gres_configs;
 mod harness;
 mod identity;
 mod priority;
+mod priority_fairshare;
+mod priority_ledger;
+mod priority_memory;
 mod select;

@@ -13,7 +13,7 @@
 //! - [`fair_tree`]: Fair Tree ranking (`fair_tree.c`) over an association tree.
 //! - [`classic`]: classic fair share (`_set_usage_efctv`, DEPTH_OBLIVIOUS, `calc_fs_factor`).
 //! - [`ledger`]: gputopo's usage ledger (GPU-seconds and TRES billing per account/user with
-//!   exponential decay), its crash-safe persistence, and the fair-share tree built from it.
+//!   exponential decay) and the fair-share tree built from it; [`ledger_file`] its file.
 //!
 //! Float semantics: multifactor computes factors in C `double`, which is `f64` here. Slurm keeps
 //! association usage (`usage_raw`, `usage_norm`, `usage_efctv`, `level_fs`) in `long double`
@@ -25,6 +25,7 @@ pub mod classic;
 pub mod config;
 pub mod fair_tree;
 pub mod ledger;
+pub mod ledger_file;
 pub mod multifactor;
 
 pub use config::{Flags, PriorityConfig, Release, Weights};

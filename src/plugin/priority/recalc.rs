@@ -10,10 +10,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use gputopo_core::priority::Flags;
+use gputopo_core::priority::ledger::UNVERIFIED_ACCOUNT;
 use gputopo_core::priority::multifactor::apply_incr_only;
 
-use super::state::{STATE, compute};
-use crate::slurm::prio::job::{JobRecord, job_list};
+use super::state::{Extension, STATE, Snapshot, compute, load_extension};
+use crate::slurm::prio::job::{JobRecord, job_list, job_list_exists};
 use crate::slurm::prio::{self, AssocLock, CtldLock, CtldLocks, assoc};
 
 fn now() -> i64 {
@@ -23,11 +24,59 @@ fn now() -> i64 {
 }
 
 /// One pass over `job_list`. `recover` = `priority_p_recover`'s pass (no ledger charge).
-/// Returns false when the association tree was not there yet (retry soon).
+/// Returns false when the association tree was not there yet (retry soon). The ledger is
+/// written after the slurmctld locks are released.
 pub fn pass(recover: bool) -> bool {
-    let Some(_ctld) = CtldLock::acquire(CtldLocks::JobWriteNodePartRead) else {
-        return true;
+    ensure_ledger();
+    let (complete, snapshot) = locked_pass(recover);
+    if let Some(s) = snapshot {
+        s.write();
+    }
+    complete
+}
+
+/// Loads the ledger (without slurmdbd) the first time this slurmctld is in control, i.e. has
+/// a `job_list`: a backup controller initialises its plugins in standby, and the ledger it
+/// must start from is the one the primary wrote last, at takeover. Read outside every lock
+/// (slurmctld's and [`super::state::State::ext`]).
+fn ensure_ledger() {
+    let loaded = || {
+        STATE
+            .ext
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
     };
+    if STATE.with_dbd() || !job_list_exists() || loaded() {
+        return;
+    }
+    let ext = load_extension(now());
+    let mut slot = STATE.ext.lock().unwrap_or_else(PoisonError::into_inner);
+    if slot.is_none() {
+        *slot = Some(ext);
+    }
+}
+
+/// The part of [`pass`] that runs under the job write lock; returns the ledger snapshot.
+fn locked_pass(recover: bool) -> (bool, Option<Snapshot>) {
+    let Some(_ctld) = CtldLock::acquire(CtldLocks::JobWriteNodePartRead) else {
+        return (true, None);
+    };
+    if !job_list_exists() {
+        // Jobs not loaded yet: charging nothing but moving last_decay on would lose the time
+        // since the last save. Retry in a second.
+        return (false, None);
+    }
+    if !STATE.with_dbd()
+        && STATE
+            .ext
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+    {
+        // job_list appeared after ensure_ledger looked: load the ledger first (retry soon).
+        return (false, None);
+    }
     let start = now();
     let cfg = STATE.config();
     let tres_cnt = prio::tres_count();
@@ -41,13 +90,18 @@ pub fn pass(recover: bool) -> bool {
             let Some(job) = (unsafe { JobRecord::from_raw(raw) }) else {
                 continue;
             };
-            if !recover && job.is_running() {
+            if !recover && (job.is_running() || job.is_finished()) {
+                // Finished jobs too: Slurm calls priority_p_job_end only with enforced
+                // limits and associations, so the pass charges what ran since the last one.
                 ext.charge(&job, start, tres_cnt);
             } else if job.is_pending() {
-                pending.push((job.account(), job.user_id().to_string()));
+                pending.push((UNVERIFIED_ACCOUNT.to_string(), job.user_id().to_string()));
             }
         }
-        ext.ledger.decay_to(start);
+        if !recover {
+            // Only a pass that charged may move the clock (recover charges nothing).
+            ext.ledger.decay_to(start);
+        }
         ext.refresh_fairshare(&pending);
     }
     let mut complete = true;
@@ -84,13 +138,12 @@ pub fn pass(recover: bool) -> bool {
         prio::touch_last_job_update(now());
     }
     drop(_assoc);
-    if let Some(ext) = ext_guard.as_ref() {
-        if !STATE.with_dbd() {
-            ext.save();
-        }
-    }
+    let snapshot = ext_guard
+        .as_ref()
+        .filter(|_| !STATE.with_dbd() && !recover)
+        .and_then(Extension::snapshot);
     log::debug!("recalculated priorities in {} s", now() - start);
-    complete
+    (complete, snapshot)
 }
 
 /// When the association usage was last decayed and charged (slurmdbd mode).

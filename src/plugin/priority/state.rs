@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 
-use gputopo_core::priority::ledger::{Ledger, UsageCharge, UsageWeights};
+use gputopo_core::priority::ledger::{Ledger, UNVERIFIED_ACCOUNT, UsageCharge, UsageWeights};
+use gputopo_core::priority::ledger_file;
 use gputopo_core::priority::{Flags, PriorityConfig, job_priority};
 
 use crate::slurm::prio::{self, job::JobRecord};
@@ -121,18 +122,39 @@ impl State {
     }
 }
 
-/// Loads (or starts) the ledger from StateSaveLocation.
+/// Loads (or starts) the ledger from StateSaveLocation. A file that cannot be read, or is
+/// corrupt and cannot be set aside, switches persistence off (logged at error) rather than
+/// being replaced by an empty ledger.
 pub fn load_extension(now: i64) -> Extension {
     let (_, half_life) = prio::periods();
-    let dir = prio::state_save_location();
-    let ledger = match dir.as_deref().map(|d| Ledger::load(d, half_life)) {
-        Some(Ok(Some(l))) => {
-            log::info!("usage ledger recovered ({} entries)", l.len());
-            l
+    let mut dir = prio::state_save_location();
+    let ledger = match dir.as_deref().map(|d| ledger_file::load(d, half_life, now)) {
+        Some(Ok(loaded)) => {
+            if loaded.recovered {
+                log::info!("usage ledger recovered ({} entries)", loaded.ledger.len());
+            }
+            if let Some((aside, reason)) = &loaded.set_aside {
+                log::error!(
+                    "usage ledger is corrupt ({reason}); moved to {} and starting empty",
+                    aside.display()
+                );
+            }
+            if let Some(t) = loaded.clamped_from {
+                log::error!("usage ledger's last decay time {t} is in the future; using {now}");
+            }
+            let mut ledger = loaded.ledger;
+            let merged = ledger.fold_accounts();
+            if merged > 0 {
+                log::info!(
+                    "usage ledger: {merged} per-account entries merged into their users (accounts are not recognised without slurmdbd)"
+                );
+            }
+            ledger
         }
-        Some(Ok(None)) | None => Ledger::new(half_life, now),
+        None => Ledger::new(half_life, now),
         Some(Err(e)) => {
-            log::error!("{e}; starting with an empty usage ledger");
+            log::error!("{e}; the usage ledger is not persisted until this is fixed");
+            dir = None;
             Ledger::new(half_life, now)
         }
     };
@@ -144,13 +166,49 @@ pub fn load_extension(now: i64) -> Extension {
     }
 }
 
+/// A copy of the ledger taken under the locks, written after they are released.
+#[derive(Debug)]
+pub struct Snapshot {
+    dir: PathBuf,
+    text: String,
+    last_decay: i64,
+}
+
+/// Serialises writers (24.11's `priority_p_recover` pass and the loop's first pass can end
+/// together; both use the same temp file) and remembers the newest `last_decay` written, so
+/// an older snapshot never replaces a newer one.
+static WRITTEN: Mutex<i64> = Mutex::new(i64::MIN);
+
+impl Snapshot {
+    /// Writes the snapshot (crash-safe, 0600, owned by SlurmUser) unless a newer one was
+    /// written already; errors are logged and the previous file stays. Call with no slurmctld
+    /// lock held.
+    pub fn write(self) {
+        let mut written = WRITTEN.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.last_decay < *written {
+            return;
+        }
+        match ledger_file::write(&self.dir, &self.text, Some(prio::slurm_user_id())) {
+            Ok(()) => *written = self.last_decay,
+            Err(e) => log::error!("{e}"),
+        }
+    }
+}
+
 impl Extension {
-    /// Charges a running (or just ended) job for `[max(last_decay, start), until]`.
+    /// Charges a job for the part of `[start, end]` (end: `until` while it runs) after the
+    /// ledger's last decay, from the job's own start/end times, so a job that started and
+    /// ended between two passes is charged in full and none is charged twice.
     pub fn charge(&mut self, job: &JobRecord<'_>, until: i64, tres_cnt: usize) {
-        let (start, _, _) = job.run_times();
+        let (start, end, _) = job.run_times();
         if start == 0 {
             return;
         }
+        let until = if job.is_running() || end <= 0 {
+            until
+        } else {
+            end.min(until)
+        };
         let from = start.max(self.ledger.last_decay());
         if until <= from {
             return;
@@ -160,7 +218,7 @@ impl Extension {
             .and_then(|i| job.tres_alloc(i, tres_cnt))
             .unwrap_or_else(|| job.allocated_gpus());
         self.ledger.charge(&UsageCharge {
-            account: job.account(),
+            account: UNVERIFIED_ACCOUNT.to_string(),
             user: job.user_id().to_string(),
             gpus,
             billing: job.billable_tres(),
@@ -174,21 +232,23 @@ impl Extension {
         self.fairshare = self.ledger.fair_share(UsageWeights::default(), extra).0;
     }
 
-    /// The fair-share factor of (account, uid); a user not yet ranked is treated as unused (1).
-    pub fn fairshare_of(&self, account: &str, uid: u32) -> f64 {
+    /// The fair-share factor of a user (see [`UNVERIFIED_ACCOUNT`]); a user not yet ranked is
+    /// treated as unused (1).
+    pub fn fairshare_of(&self, uid: u32) -> f64 {
         self.fairshare
-            .get(&(account.to_string(), uid.to_string()))
+            .get(&(UNVERIFIED_ACCOUNT.to_string(), uid.to_string()))
             .copied()
             .unwrap_or(1.0)
     }
 
-    /// Persists the ledger (errors are logged, the old file stays).
-    pub fn save(&self) {
-        if let Some(dir) = &self.dir {
-            if let Err(e) = self.ledger.save(dir) {
-                log::error!("{e}");
-            }
-        }
+    /// The ledger as it is now, to [`Snapshot::write`] once the locks are released; `None`
+    /// when the ledger is not persisted.
+    pub fn snapshot(&self) -> Option<Snapshot> {
+        Some(Snapshot {
+            dir: self.dir.clone()?,
+            text: self.ledger.to_json(),
+            last_decay: self.ledger.last_decay(),
+        })
     }
 }
 
@@ -219,10 +279,7 @@ pub fn compute(
             } else {
                 begin
             };
-            (
-                Some(eligible),
-                ext.fairshare_of(&job.account(), job.user_id()),
-            )
+            (Some(eligible), ext.fairshare_of(job.user_id()))
         }
         None => (
             None,
@@ -238,7 +295,8 @@ pub fn compute(
         });
     }
     let len = array_len(cfg, &input);
-    let prev = len.and_then(|n| job.current_array(n));
+    let last_part_update = prio::last_part_update();
+    let prev = len.and_then(|n| job.current_array(n, last_part_update));
     let res = job_priority(cfg, prio::cluster(), &input, now, prev.as_deref());
     if res.clamped {
         log::error!(
@@ -246,12 +304,7 @@ pub fn compute(
             job.id()
         );
     }
-    job.store(
-        &res,
-        cfg.tres_weights.as_deref(),
-        now,
-        prio::last_part_update(),
-    );
+    job.store(&res, cfg.tres_weights.as_deref(), now, last_part_update);
     res.priority
 }
 

@@ -40,8 +40,9 @@ pub fn decay_usage(factor: f64) {
         return;
     }
     let _lock = AssocLock::acquire(true, false);
+    let list = &raw const ffi::assoc_mgr_assoc_list;
     // SAFETY: libslurmfull global list of every association (assoc write lock held).
-    let list = unsafe { std::ptr::addr_of!(ffi::assoc_mgr_assoc_list).read() };
+    let list = unsafe { list.read() };
     // SAFETY: list of associations.
     let Some(l) = (unsafe { ListRef::<Assoc>::from_raw(list) }) else {
         return;
@@ -86,8 +87,9 @@ pub unsafe fn add_usage(assoc: *mut Assoc, usage: f64) {
 /// slurmctld loads associations).
 pub fn fair_tree_pass() -> bool {
     let _lock = AssocLock::acquire(true, false);
+    let root = &raw const ffi::assoc_mgr_root_assoc;
     // SAFETY: libslurmfull global (assoc lock held).
-    let root = unsafe { std::ptr::addr_of!(ffi::assoc_mgr_root_assoc).read() };
+    let root = unsafe { root.read() };
     if root.is_null() {
         return false;
     }
@@ -119,8 +121,9 @@ pub fn fair_tree_pass() -> bool {
     }
     // Children must be in list order for tie handling; the DFS above appends per parent in
     // order, so `children` vectors are already in Slurm's order.
-    // SAFETY: libslurmfull global.
-    let users = unsafe { std::ptr::addr_of!(ffi::g_user_assoc_count).read() };
+    let users = &raw const ffi::g_user_assoc_count;
+    // SAFETY: libslurmfull global (assoc lock held).
+    let users = unsafe { users.read() };
     tree.fair_tree(users);
     log::debug!(
         "fair tree over {} associations, {} users: {:?}",
@@ -133,8 +136,10 @@ pub fn fair_tree_pass() -> bool {
     );
     for (i, a) in ptrs.iter().enumerate() {
         let n = &tree.nodes[i];
-        // SAFETY: live association usage, write lock held.
-        let Some(u) = (unsafe { (**a).usage.as_mut() }) else {
+        // SAFETY: live association record (assoc write lock held).
+        let usage = unsafe { (**a).usage };
+        // SAFETY: its usage record, allocated with it; write lock held.
+        let Some(u) = (unsafe { usage.as_mut() }) else {
             continue;
         };
         if n.is_user {

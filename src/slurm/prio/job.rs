@@ -5,15 +5,18 @@
 //! xcalloc'ed), the per-partition array (22.05 `priority_array`, 23.02+ `part_prio`), and
 //! `job_ptr->priority`. The release differences are absorbed here (`cfg(priority_abi)`).
 
-use std::ffi::{CStr, c_void};
+use std::ffi::CStr;
 use std::ptr;
 
 use gputopo_core::priority::{
-    AssocInput, JobInput, JobPriority, NO_CONSUME_VAL64, PartitionInput, QosInput, WeightedFactors,
+    AssocInput, JobInput, NO_CONSUME_VAL64, PartitionInput, QosInput, WeightedFactors,
 };
 
+use super::xmalloc::{capacity, read_array};
 use crate::ffi;
 use crate::slurm::list::ListRef;
+
+mod write;
 
 /// `prio_factors`' type: flat object in 22.05, `priority_factors_t` from 23.02.
 #[cfg(priority_abi = "22.05")]
@@ -42,28 +45,6 @@ const JOB_SUSPENDED: u32 = 2;
 #[derive(Debug)]
 pub struct JobRecord<'a> {
     job: &'a mut ffi::job_record_t,
-}
-
-fn xcalloc(n: usize, size: usize) -> *mut c_void {
-    // SAFETY: Slurm's allocator; `clear = true`, `try = false` (aborts on OOM like xmalloc).
-    unsafe {
-        ffi::slurm_xcalloc(
-            n.max(1),
-            size,
-            true,
-            false,
-            c"gputopo".as_ptr(),
-            0,
-            c"prio".as_ptr(),
-        )
-    }
-}
-
-fn xfree<T>(p: &mut *mut T) {
-    let mut v = p.cast::<c_void>();
-    // SAFETY: `p` is null or came from Slurm's allocator; slurm_xfree nulls it.
-    unsafe { ffi::slurm_xfree(&mut v) };
-    *p = ptr::null_mut();
 }
 
 fn cstr(p: *const std::ffi::c_char) -> String {
@@ -118,7 +99,11 @@ impl<'a> JobRecord<'a> {
         }
         let fs = if a.shares_raw == gputopo_core::priority::FS_USE_PARENT {
             // SAFETY: as above.
-            unsafe { u.fs_assoc_ptr.as_ref().and_then(|p| p.usage.as_ref()) }.unwrap_or(u)
+            let parent = unsafe { u.fs_assoc_ptr.as_ref() };
+            // SAFETY: as above.
+            parent
+                .and_then(|p| unsafe { p.usage.as_ref() })
+                .unwrap_or(u)
         } else {
             u
         };
@@ -178,6 +163,11 @@ impl<'a> JobRecord<'a> {
     pub fn is_running(&self) -> bool {
         self.job.job_state & ffi::JOB_STATE_BASE == JOB_RUNNING
     }
+    /// `IS_JOB_FINISHED`: completed, cancelled, failed, timed out, ... (base state past
+    /// SUSPENDED).
+    pub fn is_finished(&self) -> bool {
+        self.job.job_state & ffi::JOB_STATE_BASE > JOB_SUSPENDED
+    }
     /// `IS_JOB_POWER_UP_NODE`.
     pub fn is_power_up(&self) -> bool {
         self.job.job_state & JOB_POWER_UP_NODE != 0
@@ -188,8 +178,7 @@ impl<'a> JobRecord<'a> {
     }
     /// `IS_JOB_FINISHED || IS_JOB_COMPLETING || IS_JOB_RESIZING`.
     pub fn is_ending(&self) -> bool {
-        let base = self.job.job_state & ffi::JOB_STATE_BASE;
-        base > JOB_SUSPENDED || self.job.job_state & (JOB_COMPLETING | JOB_RESIZING) != 0
+        self.is_finished() || self.job.job_state & (JOB_COMPLETING | JOB_RESIZING) != 0
     }
     /// Whether the job has a details record (multifactor returns 0 without one).
     pub fn has_details(&self) -> bool {
@@ -210,11 +199,13 @@ impl<'a> JobRecord<'a> {
     }
     /// `tres_alloc_cnt[i]`, if allocated and consumed.
     pub fn tres_alloc(&self, i: usize, tres_cnt: usize) -> Option<u64> {
-        if self.job.tres_alloc_cnt.is_null() || i >= tres_cnt {
+        // SAFETY: tres_alloc_cnt is null or xmalloc'ed and owned by the job (job lock held).
+        if i >= tres_cnt || i >= unsafe { capacity(self.job.tres_alloc_cnt) } {
             return None;
         }
-        // SAFETY: tres_alloc_cnt has slurmctld_tres_cnt entries.
-        let v = unsafe { self.job.tres_alloc_cnt.add(i).read() };
+        let slot = self.job.tres_alloc_cnt.wrapping_add(i);
+        // SAFETY: i is inside the allocation (checked above).
+        let v = unsafe { slot.read() };
         (v != NO_CONSUME_VAL64).then_some(v)
     }
 
@@ -288,16 +279,23 @@ impl<'a> JobRecord<'a> {
         }
     }
 
-    /// Current per-partition array (for INCR_ONLY), if any.
-    pub fn current_array(&self, len: usize) -> Option<Vec<u32>> {
+    /// The job's current per-partition/QOS array as the formula's previous values (INCR_ONLY),
+    /// `len` entries: what the allocation holds (by xmalloc's size, never by `len`), zero-padded.
+    /// 24.11 starts from zeros where multifactor reallocates (no array, or partitions changed
+    /// since it was made).
+    pub fn current_array(&self, len: usize, last_part_update: i64) -> Option<Vec<u32>> {
         #[cfg(priority_abi = "22.05")]
-        let arr = self.job.priority_array;
+        let arr = {
+            let _ = last_part_update;
+            self.job.priority_array
+        };
         #[cfg(not(priority_abi = "22.05"))]
-        // SAFETY: part_prio is owned by the job record.
-        let arr =
-            unsafe { self.job.part_prio.as_ref() }.map_or(ptr::null_mut(), |p| p.priority_array);
-        // SAFETY: the array was allocated with `len` entries for the same partition/QOS lists.
-        (!arr.is_null()).then(|| unsafe { std::slice::from_raw_parts(arr, len) }.to_vec())
+        // SAFETY: part_prio is null or xmalloc'ed and owned by the job.
+        let arr = unsafe { self.job.part_prio.as_ref() }
+            .filter(|p| p.last_update >= last_part_update)
+            .map_or(ptr::null_mut(), |p| p.priority_array);
+        // SAFETY: null or an xmalloc'ed array owned by the job (job lock held).
+        unsafe { read_array(arr, len) }
     }
 
     /// Sorts `part_ptr_list` by partition tier as 22.05's multifactor does before computing.
@@ -315,12 +313,9 @@ impl<'a> JobRecord<'a> {
     pub fn stored_factors(&self) -> Option<WeightedFactors> {
         // SAFETY: prio_factors is null or an xmalloc'ed JobFactors owned by the job.
         let pf = unsafe { self.job.prio_factors.as_ref() }?;
-        let tres = if pf.priority_tres.is_null() {
-            Vec::new()
-        } else {
-            // SAFETY: priority_tres has tres_cnt doubles.
-            unsafe { std::slice::from_raw_parts(pf.priority_tres, pf.tres_cnt as usize) }.to_vec()
-        };
+        // SAFETY: priority_tres is null or xmalloc'ed with the factors (read by its size).
+        let tres =
+            unsafe { read_array(pf.priority_tres, pf.tres_cnt as usize) }.unwrap_or_default();
         Some(WeightedFactors {
             age: pf.priority_age,
             assoc: pf.priority_assoc,
@@ -338,168 +333,12 @@ impl<'a> JobRecord<'a> {
     pub(super) fn record(&self) -> &ffi::job_record_t {
         self.job
     }
-
-    /// Frees and zeroes `prio_factors` (direct priority or no details).
-    pub fn clear_factors(&mut self) {
-        // SAFETY: prio_factors is null or an xmalloc'ed JobFactors owned by the job.
-        if let Some(f) = unsafe { self.job.prio_factors.as_mut() } {
-            xfree(&mut f.tres_weights);
-            xfree(&mut f.priority_tres);
-            // SAFETY: plain-old-data struct; all-zero is its memset state in multifactor.
-            unsafe { ptr::write_bytes(f as *mut JobFactors, 0, 1) };
-        }
-    }
-
-    /// Stores weighted factors in `prio_factors` (what sprio shows).
-    pub fn store_factors(&mut self, f: &WeightedFactors, tres_weights: Option<&[f64]>) {
-        if self.job.prio_factors.is_null() {
-            self.job.prio_factors = xcalloc(1, size_of::<JobFactors>()).cast();
-        } else {
-            self.clear_factors();
-        }
-        // SAFETY: just allocated or cleared; owned by the job.
-        let Some(pf) = (unsafe { self.job.prio_factors.as_mut() }) else {
-            return;
-        };
-        pf.priority_age = f.age;
-        pf.priority_assoc = f.assoc;
-        pf.priority_fs = f.fairshare;
-        pf.priority_js = f.job_size;
-        pf.priority_part = f.partition;
-        pf.priority_qos = f.qos;
-        pf.priority_site = f.site;
-        pf.nice = f.nice;
-        if let Some(w) = tres_weights {
-            let n = w.len();
-            pf.priority_tres = xcalloc(n, size_of::<f64>()).cast();
-            pf.tres_weights = xcalloc(n, size_of::<f64>()).cast();
-            // SAFETY: both arrays were just allocated with n doubles.
-            unsafe {
-                ptr::copy_nonoverlapping(f.tres.as_ptr(), pf.priority_tres, f.tres.len().min(n));
-            }
-            // SAFETY: as above.
-            unsafe { ptr::copy_nonoverlapping(w.as_ptr(), pf.tres_weights, n) };
-            pf.tres_cnt = n as u32;
-        }
-    }
-
-    /// Stores the per-partition/QOS array (or frees a stale one) as `_get_priority_internal`.
-    pub fn store_array(&mut self, array: Option<&[u32]>, now: i64, last_part_update: i64) {
-        #[cfg(priority_abi = "22.05")]
-        {
-            let _ = (now, last_part_update);
-            if let Some(a) = array {
-                if self.job.priority_array.is_null() {
-                    self.job.priority_array = xcalloc(a.len(), size_of::<u32>()).cast();
-                }
-                // SAFETY: allocated with list_count + 1 == a.len() entries.
-                unsafe { ptr::copy_nonoverlapping(a.as_ptr(), self.job.priority_array, a.len()) };
-            }
-        }
-        #[cfg(not(priority_abi = "22.05"))]
-        {
-            let Some(a) = array else {
-                // SAFETY: part_prio is null or xmalloc'ed and owned by the job.
-                if let Some(pp) = unsafe { self.job.part_prio.as_mut() } {
-                    xfree(&mut pp.priority_array);
-                    xfree(&mut pp.priority_array_names);
-                }
-                xfree(&mut self.job.part_prio);
-                return;
-            };
-            if self.job.part_prio.is_null() {
-                self.job.part_prio = xcalloc(1, size_of::<ffi::priority_mult_t>()).cast();
-            }
-            let parts = self.job.part_ptr_list;
-            // SAFETY: just ensured non-null; owned by the job.
-            let Some(pp) = (unsafe { self.job.part_prio.as_mut() }) else {
-                return;
-            };
-            if pp.priority_array.is_null() || pp.last_update < last_part_update {
-                xfree(&mut pp.priority_array);
-                if !parts.is_null() {
-                    xfree(&mut pp.priority_array_names);
-                    if let Some(f) = super::PART_LIST_TO_XSTR.address() {
-                        // SAFETY: `char *part_list_to_xstr(list_t *)` in slurmctld.
-                        let f: unsafe extern "C" fn(*mut ffi::xlist) -> *mut std::ffi::c_char =
-                            unsafe { std::mem::transmute(f.as_ptr()) };
-                        // SAFETY: the job's partition list, part read lock held.
-                        pp.priority_array_names = unsafe { f(parts) };
-                    }
-                }
-                pp.priority_array = xcalloc(a.len(), size_of::<u32>()).cast();
-                pp.last_update = now as ffi::time_t;
-            }
-            // SAFETY: allocated with a.len() entries (same partition × QOS lists).
-            unsafe { ptr::copy_nonoverlapping(a.as_ptr(), pp.priority_array, a.len()) };
-        }
-    }
-
-    /// Stores the result of [`gputopo_core::priority::job_priority`].
-    pub fn store(
-        &mut self,
-        p: &JobPriority,
-        tres_weights: Option<&[f64]>,
-        now: i64,
-        last_part_update: i64,
-    ) {
-        self.store_factors(&p.factors, tres_weights);
-        self.store_array(p.array.as_deref(), now, last_part_update);
-    }
-
-    /// Sets `job_ptr->priority`.
-    pub fn set_priority(&mut self, p: u32) {
-        self.job.priority = p;
-    }
-
-    /// Releases this job's unused `grp_used_tres_run_secs` from its QOS and association chain
-    /// (priority/basic's `priority_p_job_end`). Caller holds the job write lock; this takes the
-    /// assoc_mgr QOS and association write locks.
-    pub fn release_tres_run_secs(&mut self, tres_cnt: usize) {
-        let secs = u64::from(self.job.time_limit) * 60;
-        let unused: Vec<u64> = (0..tres_cnt)
-            .map(|i| {
-                self.tres_alloc(i, tres_cnt)
-                    .map_or(0, |v| v.wrapping_mul(secs))
-            })
-            .collect();
-        let _locks = super::AssocLock::acquire(true, true);
-        let release = |arr: *mut u64| {
-            if arr.is_null() {
-                return;
-            }
-            for (i, u) in unused.iter().enumerate() {
-                // SAFETY: grp_used_tres_run_secs has g_tres_count >= slurmctld_tres_cnt entries;
-                // assoc_mgr write locks held.
-                unsafe {
-                    let slot = arr.add(i);
-                    slot.write(slot.read().saturating_sub(*u));
-                }
-            }
-        };
-        // SAFETY: qos/assoc records and their usage live as long as the assoc_mgr lists (locked).
-        if let Some(q) = unsafe { self.job.qos_ptr.as_ref() } {
-            // SAFETY: as above.
-            if let Some(u) = unsafe { q.usage.as_ref() } {
-                release(u.grp_used_tres_run_secs);
-            }
-        }
-        let mut assoc = self.job.assoc_ptr;
-        // SAFETY: parent chain of live associations, ending in NULL at root.
-        while let Some(a) = unsafe { assoc.as_ref() } {
-            // SAFETY: as above.
-            let Some(u) = (unsafe { a.usage.as_ref() }) else {
-                break;
-            };
-            release(u.grp_used_tres_run_secs);
-            assoc = u.parent_assoc_ptr;
-        }
-    }
 }
 
 fn u64_array(p: *const u64, n: usize) -> Option<Vec<u64>> {
-    // SAFETY: Slurm's TRES arrays have slurmctld_tres_cnt entries.
-    (!p.is_null() && n > 0).then(|| unsafe { std::slice::from_raw_parts(p, n) }.to_vec())
+    // SAFETY: Slurm's TRES arrays are xmalloc'ed (normally slurmctld_tres_cnt entries; read by
+    // their allocated size, not by n).
+    (n > 0).then(|| unsafe { read_array(p, n) }).flatten()
 }
 
 fn partition(p: &ffi::part_record_t, tres_cnt: usize) -> PartitionInput {
@@ -517,6 +356,15 @@ fn qos(q: &ffi::slurmdb_qos_rec_t) -> QosInput {
         // SAFETY: QOS usage is allocated with the record.
         norm_priority: unsafe { q.usage.as_ref() }.map_or(0.0, |u| u.norm_priority),
     }
+}
+
+/// Whether slurmctld has created `job_list` yet (22.05 initialises the priority plugin before
+/// it reads the job state; a pass before that would see no running jobs).
+pub fn job_list_exists() -> bool {
+    crate::slurm::ctld::JOB_LIST.address().is_some_and(|p| {
+        // SAFETY: `list_t *job_list` in slurmctld; a pointer-sized read.
+        !unsafe { p.cast::<*mut ffi::xlist>().as_ptr().read() }.is_null()
+    })
 }
 
 /// Every record of slurmctld's `job_list`, as raw pointers (so records can be mutated without

@@ -10,9 +10,12 @@
 //! `priority_p_recover`/22.05's factor list call [`CtldLock::acquire`]; entry points that Slurm
 //! calls with locks held (`priority_p_set`, `priority_p_job_end`, 24.11's factor list) never do.
 
+#![deny(clippy::multiple_unsafe_ops_per_block)]
+
 pub mod assoc;
 pub mod job;
 pub mod sprio;
+pub mod xmalloc;
 
 use std::ffi::{CStr, c_char, c_int};
 
@@ -81,10 +84,11 @@ pub unsafe fn long_double_set(p: *mut u128, v: f64) {
 }
 
 fn conf() -> &'static ffi::slurm_conf_t {
+    let p = &raw const ffi::slurm_conf;
     // SAFETY: libslurmfull's global, initialised before plugins load; we only read fields, and
     // slurmctld replaces them only under the config write lock during reconfigure, after which
     // it calls priority_p_reconfig (so a stale read is corrected at the next snapshot).
-    unsafe { &*std::ptr::addr_of!(ffi::slurm_conf) }
+    unsafe { &*p }
 }
 
 /// Number of TRES slurmctld tracks (`slurmctld_tres_cnt`), 0 outside slurmctld.
@@ -104,11 +108,12 @@ pub fn cluster() -> gputopo_core::priority::ClusterInput {
         unsafe { p.cast::<u32>().as_ptr().read() }
     });
     #[cfg(priority_abi = "22.05")]
-    // SAFETY: libslurmfull global `int node_record_count`, read under the node read lock.
-    let nodes = unsafe { std::ptr::addr_of!(ffi::node_record_count).read() };
+    let p = &raw const ffi::node_record_count;
     #[cfg(not(priority_abi = "22.05"))]
-    // SAFETY: libslurmfull global `int active_node_record_count`, read under the node read lock.
-    let nodes = unsafe { std::ptr::addr_of!(ffi::active_node_record_count).read() };
+    let p = &raw const ffi::active_node_record_count;
+    // SAFETY: libslurmfull global `int node_record_count` (22.05) / `active_node_record_count`
+    // (23.11+), read under the node read lock.
+    let nodes = unsafe { p.read() };
     gputopo_core::priority::ClusterInput { cpus, nodes }
 }
 
@@ -148,10 +153,9 @@ pub fn priority_config() -> PriorityConfig {
             Some(v)
         }
     };
+    let damp = &raw mut gputopo_priority_damp_factor;
     // SAFETY: the shim's global is only written here (reconfigure is serialised by slurmctld).
-    unsafe {
-        std::ptr::addr_of_mut!(gputopo_priority_damp_factor).write(c.fs_dampening_factor.max(1))
-    };
+    unsafe { damp.write(c.fs_dampening_factor.max(1)) };
     PriorityConfig {
         release: RELEASE,
         weights: Weights {
@@ -186,6 +190,11 @@ pub fn state_save_location() -> Option<std::path::PathBuf> {
     Some(std::path::PathBuf::from(
         unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned(),
     ))
+}
+
+/// `SlurmUser`'s uid (owner of the files slurmctld keeps in StateSaveLocation).
+pub fn slurm_user_id() -> u32 {
+    conf().slurm_user_id
 }
 
 /// True when `PrivateData=jobs`.
@@ -325,15 +334,17 @@ impl Drop for AssocLock {
 /// Index of `gres/gpu` in slurmctld's TRES arrays (`assoc_mgr_tres_name_array`), if tracked.
 pub fn gpu_tres_index() -> Option<usize> {
     let n = tres_count();
+    let names = &raw const ffi::assoc_mgr_tres_name_array;
     // SAFETY: libslurmfull global; caller holds (or does not need) the TRES read lock: the
     // array is only replaced on TRES changes, which slurmctld does under its write locks.
-    let names = unsafe { std::ptr::addr_of!(ffi::assoc_mgr_tres_name_array).read() };
+    let names = unsafe { names.read() };
     if names.is_null() {
         return None;
     }
     (0..n).find(|&i| {
+        let slot = names.wrapping_add(i);
         // SAFETY: `names` has at least slurmctld_tres_cnt entries.
-        let p: *mut c_char = unsafe { names.add(i).read() };
+        let p: *mut c_char = unsafe { slot.read() };
         // SAFETY: entries are NUL-terminated strings or NULL.
         !p.is_null() && unsafe { CStr::from_ptr(p) }.to_bytes() == b"gres/gpu"
     })

@@ -15,23 +15,9 @@ use gputopo_core::priority::multifactor::sprio_row;
 use gputopo_core::priority::{Flags, PartitionInput, PriorityConfig, QosInput, WeightedFactors};
 
 use super::job::JobRecord;
+use super::xmalloc::xcalloc;
 use crate::ffi;
 use crate::slurm::list::ListRef;
-
-fn xcalloc(size: usize) -> *mut c_void {
-    // SAFETY: Slurm's allocator (zeroed; aborts on OOM like xmalloc).
-    unsafe {
-        ffi::slurm_xcalloc(
-            1,
-            size,
-            true,
-            false,
-            c"gputopo".as_ptr(),
-            0,
-            c"sprio".as_ptr(),
-        )
-    }
-}
 
 /// Request filters (22.05 only; 23.02+ passes none).
 #[derive(Debug, Default)]
@@ -208,7 +194,7 @@ fn append(
     row: &WeightedFactors,
     list: *mut ffi::xlist,
 ) {
-    let obj = xcalloc(size_of::<ffi::priority_factors_object_t>())
+    let obj = xcalloc(1, size_of::<ffi::priority_factors_object_t>())
         .cast::<ffi::priority_factors_object_t>();
     // SAFETY: just allocated, zeroed.
     let o = unsafe { &mut *obj };
@@ -227,7 +213,7 @@ fn append(
     if rec.direct_set_prio != 0 {
         o.direct_prio = f64::from(rec.priority);
     } else {
-        let pf = xcalloc(size_of::<ffi::priority_factors_t>()).cast::<ffi::priority_factors_t>();
+        let pf = xcalloc(1, size_of::<ffi::priority_factors_t>()).cast::<ffi::priority_factors_t>();
         // SAFETY: deep copy of the job's factors into the fresh struct (Slurm's own copier).
         unsafe { ffi::slurm_copy_priority_factors(pf, rec.prio_factors) };
         // SAFETY: allocated above.
@@ -247,7 +233,7 @@ fn append(
     row: &WeightedFactors,
     list: *mut ffi::xlist,
 ) {
-    let obj = xcalloc(size_of::<ffi::priority_factors_object_t>())
+    let obj = xcalloc(1, size_of::<ffi::priority_factors_object_t>())
         .cast::<ffi::priority_factors_object_t>();
     // SAFETY: just allocated, zeroed.
     let o = unsafe { &mut *obj };
@@ -272,8 +258,9 @@ fn write_row(pf: &mut super::job::JobFactors, row: &WeightedFactors) {
     pf.priority_qos = row.qos;
     if !pf.priority_tres.is_null() {
         for (i, v) in row.tres.iter().enumerate().take(pf.tres_cnt as usize) {
+            let slot = pf.priority_tres.wrapping_add(i);
             // SAFETY: priority_tres has tres_cnt doubles (deep copy).
-            unsafe { pf.priority_tres.add(i).write(*v) };
+            unsafe { slot.write(*v) };
         }
     }
 }

@@ -11,15 +11,22 @@
 //! The fair-share usage of an entry is `gpu_secs · gpu_weight + billing_secs · billing_weight`
 //! ([`UsageWeights`], both 1 by default).
 //!
-//! Persistence: JSON in `StateSaveLocation/gputopo_priority_ledger.json`, written crash-safe
-//! (temp file, fsync, rename, fsync of the directory) so a crash leaves the old or the new file.
+//! Persistence: JSON in `StateSaveLocation/gputopo_priority_ledger.json` ([`Ledger::to_json`],
+//! [`Ledger::from_json`]); reading and writing the file is [`super::ledger_file`].
 
 use super::fair_tree::{AssocId, AssocTree};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
+
+/// The account every job is charged to and ranked under without slurmdbd.
+///
+/// Why: without slurmdbd `--account` is free text that nothing checks, so it is not
+/// recognised. Keyed by (account, user), a user who submits under a fresh name starts that
+/// entry with no usage (the top fair-share factor) and leaves an entry behind that takes
+/// months to decay. So without slurmdbd fair share is per user: all of a user's jobs, under any
+/// account text, share one entry, and the ledger has at most one entry per user.
+pub const UNVERIFIED_ACCOUNT: &str = "";
 
 /// File name of the ledger inside StateSaveLocation.
 pub const LEDGER_FILE: &str = "gputopo_priority_ledger.json";
@@ -134,6 +141,13 @@ impl Ledger {
         self.last_decay
     }
 
+    /// Moves a `last_decay` later than `now` back to `now` (a clock stepped back, or a file from
+    /// another host); returns the old value if it was clamped. Otherwise decay would stop until
+    /// that time, and usage charged from `last_decay` on would be lost.
+    pub fn clamp_last_decay(&mut self, now: i64) -> Option<i64> {
+        (self.last_decay > now).then(|| std::mem::replace(&mut self.last_decay, now))
+    }
+
     /// Multifactor's per-second decay factor.
     pub fn decay_factor(&self) -> f64 {
         if self.half_life_secs > 0 {
@@ -182,6 +196,23 @@ impl Ledger {
         self.entries
             .get(&(account.to_string(), user.to_string()))
             .copied()
+    }
+
+    /// Merges every entry into its user's [`UNVERIFIED_ACCOUNT`] entry (ledgers written before
+    /// accounts stopped being recognised without slurmdbd); returns how many were merged.
+    pub fn fold_accounts(&mut self) -> usize {
+        let old = std::mem::take(&mut self.entries);
+        let mut merged = 0;
+        for ((account, user), u) in old {
+            merged += usize::from(account != UNVERIFIED_ACCOUNT);
+            let e = self
+                .entries
+                .entry((UNVERIFIED_ACCOUNT.to_string(), user))
+                .or_default();
+            e.gpu_secs += u.gpu_secs;
+            e.billing_secs += u.billing_secs;
+        }
+        merged
     }
 
     /// Number of entries.
@@ -292,42 +323,6 @@ impl Ledger {
             entries,
         })
     }
-
-    /// Loads `dir/gputopo_priority_ledger.json`; a missing file gives `Ok(None)`.
-    ///
-    /// # Errors
-    /// Unreadable or corrupt file.
-    pub fn load(dir: &Path, half_life_secs: u32) -> Result<Option<Ledger>, LedgerError> {
-        let path = dir.join(LEDGER_FILE);
-        match fs::read_to_string(&path) {
-            Ok(text) => Self::from_json(&text, half_life_secs, &path).map(Some),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(LedgerError::Io { path, source }),
-        }
-    }
-
-    /// Writes the ledger crash-safe: `<file>.new`, fsync, rename over `<file>`, fsync `dir`.
-    ///
-    /// # Errors
-    /// Any I/O failure (the previous file is then left intact).
-    pub fn save(&self, dir: &Path) -> Result<(), LedgerError> {
-        let path = dir.join(LEDGER_FILE);
-        let tmp = dir.join(format!("{LEDGER_FILE}.new"));
-        let io = |p: &Path| {
-            let p = p.to_path_buf();
-            move |source| LedgerError::Io { path: p, source }
-        };
-        {
-            let mut f = fs::File::create(&tmp).map_err(io(&tmp))?;
-            f.write_all(self.to_json().as_bytes()).map_err(io(&tmp))?;
-            f.sync_all().map_err(io(&tmp))?;
-        }
-        fs::rename(&tmp, &path).map_err(io(&path))?;
-        fs::File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io(dir))?;
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -373,24 +368,20 @@ mod tests {
     }
 
     #[test]
-    fn save_and_load_round_trip() {
-        let dir = std::env::temp_dir().join(format!("gputopo-ledger-{}", std::process::id()));
-        fs::create_dir_all(&dir).expect("tmpdir");
-        let mut l = Ledger::new(600, 42);
-        l.charge(&UsageCharge {
-            billing: 3.25,
-            ..charge("a", "u", 1, 7.0)
-        });
-        l.save(&dir).expect("save");
-        assert!(!dir.join(format!("{LEDGER_FILE}.new")).exists());
-        let back = Ledger::load(&dir, 600).expect("load").expect("present");
-        assert_eq!(back, l);
-        fs::write(dir.join(LEDGER_FILE), "{not json").expect("write");
-        assert!(matches!(
-            Ledger::load(&dir, 600),
-            Err(LedgerError::Corrupt { .. })
-        ));
-        fs::remove_dir_all(&dir).expect("cleanup");
-        assert!(Ledger::load(&dir, 600).expect("missing is ok").is_none());
+    fn folding_accounts_keeps_each_users_total() {
+        let mut l = Ledger::new(0, 0);
+        l.charge(&charge("a", "u", 1, 10.0));
+        l.charge(&charge("fresh", "u", 2, 10.0));
+        l.charge(&charge(UNVERIFIED_ACCOUNT, "v", 1, 5.0));
+        assert_eq!(l.fold_accounts(), 2);
+        assert_eq!(l.len(), 2);
+        assert_eq!(
+            l.usage(UNVERIFIED_ACCOUNT, "u").map(|u| u.gpu_secs),
+            Some(30.0)
+        );
+        assert_eq!(
+            l.usage(UNVERIFIED_ACCOUNT, "v").map(|u| u.gpu_secs),
+            Some(5.0)
+        );
     }
 }

@@ -1,0 +1,168 @@
+//! Writing a job record back: `prio_factors`, the per-partition/QOS priority array,
+//! `job_ptr->priority`, and priority/basic's release of unused GrpTRESRunMins (what
+//! multifactor's `_get_priority_internal` and `priority_p_job_end` store).
+
+use std::ptr;
+
+use gputopo_core::priority::{JobPriority, WeightedFactors};
+
+use super::super::xmalloc::{capacity, store_u32s, xcalloc, xfree};
+use super::{JobFactors, JobRecord};
+
+impl JobRecord<'_> {
+    /// Frees and zeroes `prio_factors` (direct priority or no details).
+    pub fn clear_factors(&mut self) {
+        // SAFETY: prio_factors is null or an xmalloc'ed JobFactors owned by the job.
+        if let Some(f) = unsafe { self.job.prio_factors.as_mut() } {
+            xfree(&mut f.tres_weights);
+            xfree(&mut f.priority_tres);
+            // SAFETY: plain-old-data struct; all-zero is its memset state in multifactor.
+            unsafe { ptr::write_bytes(f as *mut JobFactors, 0, 1) };
+        }
+    }
+
+    /// Stores weighted factors in `prio_factors` (what sprio shows).
+    pub fn store_factors(&mut self, f: &WeightedFactors, tres_weights: Option<&[f64]>) {
+        if self.job.prio_factors.is_null() {
+            self.job.prio_factors = xcalloc(1, size_of::<JobFactors>()).cast();
+        } else {
+            self.clear_factors();
+        }
+        // SAFETY: just allocated or cleared; owned by the job.
+        let Some(pf) = (unsafe { self.job.prio_factors.as_mut() }) else {
+            return;
+        };
+        pf.priority_age = f.age;
+        pf.priority_assoc = f.assoc;
+        pf.priority_fs = f.fairshare;
+        pf.priority_js = f.job_size;
+        pf.priority_part = f.partition;
+        pf.priority_qos = f.qos;
+        pf.priority_site = f.site;
+        pf.nice = f.nice;
+        if let Some(w) = tres_weights {
+            let n = w.len();
+            pf.priority_tres = xcalloc(n, size_of::<f64>()).cast();
+            pf.tres_weights = xcalloc(n, size_of::<f64>()).cast();
+            // SAFETY: both arrays were just allocated with n doubles.
+            unsafe {
+                ptr::copy_nonoverlapping(f.tres.as_ptr(), pf.priority_tres, f.tres.len().min(n));
+            }
+            // SAFETY: as above.
+            unsafe { ptr::copy_nonoverlapping(w.as_ptr(), pf.tres_weights, n) };
+            pf.tres_cnt = n as u32;
+        }
+    }
+
+    /// Stores the per-partition/QOS array (or frees a stale one) as `_get_priority_internal`.
+    pub fn store_array(&mut self, array: Option<&[u32]>, now: i64, last_part_update: i64) {
+        #[cfg(priority_abi = "22.05")]
+        {
+            let _ = (now, last_part_update);
+            if let Some(a) = array {
+                // SAFETY: null or xmalloc'ed by Slurm or by us; owned by the job.
+                unsafe { store_u32s(&mut self.job.priority_array, a) };
+            }
+        }
+        #[cfg(not(priority_abi = "22.05"))]
+        {
+            let Some(a) = array else {
+                // SAFETY: part_prio is null or xmalloc'ed and owned by the job.
+                if let Some(pp) = unsafe { self.job.part_prio.as_mut() } {
+                    xfree(&mut pp.priority_array);
+                    xfree(&mut pp.priority_array_names);
+                }
+                xfree(&mut self.job.part_prio);
+                return;
+            };
+            if self.job.part_prio.is_null() {
+                self.job.part_prio = xcalloc(1, size_of::<crate::ffi::priority_mult_t>()).cast();
+            }
+            let parts = self.job.part_ptr_list;
+            // SAFETY: just ensured non-null; owned by the job.
+            let Some(pp) = (unsafe { self.job.part_prio.as_mut() }) else {
+                return;
+            };
+            if pp.priority_array.is_null() || pp.last_update < last_part_update {
+                if !parts.is_null() {
+                    xfree(&mut pp.priority_array_names);
+                    if let Some(f) = crate::slurm::prio::PART_LIST_TO_XSTR.address() {
+                        // SAFETY: `char *part_list_to_xstr(list_t *)` in slurmctld.
+                        let f: unsafe extern "C" fn(
+                            *mut crate::ffi::xlist,
+                        )
+                            -> *mut std::ffi::c_char = unsafe { std::mem::transmute(f.as_ptr()) };
+                        // SAFETY: the job's partition list, part read lock held.
+                        pp.priority_array_names = unsafe { f(parts) };
+                    }
+                }
+                xfree(&mut pp.priority_array);
+                pp.last_update = now as crate::ffi::time_t;
+            }
+            // SAFETY: null or xmalloc'ed (Slurm's split copy has only list_count(parts)
+            // entries: store_u32s reallocates by xmalloc's size); owned by the job.
+            unsafe { store_u32s(&mut pp.priority_array, a) };
+        }
+    }
+
+    /// Stores the result of [`gputopo_core::priority::job_priority`].
+    pub fn store(
+        &mut self,
+        p: &JobPriority,
+        tres_weights: Option<&[f64]>,
+        now: i64,
+        last_part_update: i64,
+    ) {
+        self.store_factors(&p.factors, tres_weights);
+        self.store_array(p.array.as_deref(), now, last_part_update);
+    }
+
+    /// Sets `job_ptr->priority`.
+    pub fn set_priority(&mut self, p: u32) {
+        self.job.priority = p;
+    }
+
+    /// Releases this job's unused `grp_used_tres_run_secs` from its QOS and association chain
+    /// (priority/basic's `priority_p_job_end`). Caller holds the job write lock; this takes the
+    /// assoc_mgr QOS and association write locks.
+    pub fn release_tres_run_secs(&mut self, tres_cnt: usize) {
+        let secs = u64::from(self.job.time_limit) * 60;
+        let unused: Vec<u64> = (0..tres_cnt)
+            .map(|i| {
+                self.tres_alloc(i, tres_cnt)
+                    .map_or(0, |v| v.wrapping_mul(secs))
+            })
+            .collect();
+        let _locks = crate::slurm::prio::AssocLock::acquire(true, true);
+        let release = |arr: *mut u64| {
+            // SAFETY: grp_used_tres_run_secs is null or xmalloc'ed by assoc_mgr (locks held).
+            let n = unsafe { capacity(arr) }.min(unused.len());
+            if n == 0 {
+                return;
+            }
+            // SAFETY: n entries lie inside the allocation; assoc_mgr write locks held, so
+            // nobody else touches them.
+            let used = unsafe { std::slice::from_raw_parts_mut(arr, n) };
+            for (slot, u) in used.iter_mut().zip(&unused) {
+                *slot = slot.saturating_sub(*u);
+            }
+        };
+        // SAFETY: qos/assoc records and their usage live as long as the assoc_mgr lists (locked).
+        if let Some(q) = unsafe { self.job.qos_ptr.as_ref() } {
+            // SAFETY: as above.
+            if let Some(u) = unsafe { q.usage.as_ref() } {
+                release(u.grp_used_tres_run_secs);
+            }
+        }
+        let mut assoc = self.job.assoc_ptr;
+        // SAFETY: parent chain of live associations, ending in NULL at root.
+        while let Some(a) = unsafe { assoc.as_ref() } {
+            // SAFETY: as above.
+            let Some(u) = (unsafe { a.usage.as_ref() }) else {
+                break;
+            };
+            release(u.grp_used_tres_run_secs);
+            assoc = u.parent_assoc_ptr;
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Slurm's allocator (`src/common/xmalloc.c`) for memory the priority role hands to slurmctld.
+//!
+//! Everything the role stores in a job record (factors, TRES arrays, priority arrays) must be
+//! freed by slurmctld with `xfree`, so it comes from `slurm_xcalloc`. Arrays that slurmctld
+//! allocated itself are never trusted to have the length the formula wants: slurmctld copies
+//! `priority_array` with `list_count(part_ptr_list)` entries when it splits a job array (22.05
+//! `_job_rec_copy`; 24.11 as well, ignoring the QOS dimension), and reloads it from the state
+//! file with whatever length was saved. Their real length is the size xmalloc recorded in front
+//! of every allocation (`xsize`), and that is the only length used here.
+
+use std::ffi::c_void;
+use std::ptr;
+
+use crate::ffi;
+
+unsafe extern "C" {
+    /// `size_t slurm_xsize(void *)` (libslurmfull, a strong alias of `xsize`; xmalloc.h only
+    /// declares the unprefixed name, so bindgen does not see it): the byte size xmalloc stored
+    /// in the two words before the pointer it returned.
+    fn slurm_xsize(item: *mut c_void) -> usize;
+}
+
+/// `n` zeroed elements of `size` bytes from Slurm's allocator (aborts on OOM like xmalloc).
+pub fn xcalloc(n: usize, size: usize) -> *mut c_void {
+    // SAFETY: Slurm's allocator; `clear = true`, `try = false`; no other preconditions.
+    unsafe {
+        ffi::slurm_xcalloc(
+            n.max(1),
+            size,
+            true,
+            false,
+            c"gputopo".as_ptr(),
+            0,
+            c"prio".as_ptr(),
+        )
+    }
+}
+
+/// Frees `*p` with Slurm's allocator and nulls it.
+pub fn xfree<T>(p: &mut *mut T) {
+    let mut v = p.cast::<c_void>();
+    // SAFETY: every pointer this module's callers pass is null or came from Slurm's allocator
+    // (job record fields are only ever set with xmalloc); slurm_xfree nulls it.
+    unsafe { ffi::slurm_xfree(&mut v) };
+    *p = ptr::null_mut();
+}
+
+/// How many `T` the xmalloc'ed array `p` holds (0 for null), from xmalloc's own record.
+///
+/// # Safety
+/// `p` is null or a live allocation of Slurm's allocator.
+pub unsafe fn capacity<T>(p: *const T) -> usize {
+    if p.is_null() {
+        return 0;
+    }
+    // SAFETY: caller contract: xmalloc keeps the size just before the returned pointer.
+    let bytes = unsafe { slurm_xsize(p.cast_mut().cast()) };
+    bytes / size_of::<T>()
+}
+
+/// The first `len` entries of the xmalloc'ed array `p`, zero-padded where the allocation is
+/// shorter; `None` for null. Never reads past the allocation.
+///
+/// # Safety
+/// `p` is null or a live allocation of Slurm's allocator that nobody writes concurrently.
+pub unsafe fn read_array<T: Copy + Default>(p: *const T, len: usize) -> Option<Vec<T>> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: caller contract.
+    let have = unsafe { capacity(p) }.min(len);
+    let mut out = vec![T::default(); len];
+    // SAFETY: `have` entries lie inside the allocation (capacity from xmalloc).
+    out[..have].copy_from_slice(unsafe { std::slice::from_raw_parts(p, have) });
+    Some(out)
+}
+
+/// Stores `values` in `*slot`, reallocating unless the current allocation has exactly
+/// `values.len()` entries (so what Slurm later reads by its own count is always in bounds).
+///
+/// # Safety
+/// `*slot` is null or a live allocation of Slurm's allocator owned by the record being written
+/// (caller holds the lock that protects it).
+pub unsafe fn store_u32s(slot: &mut *mut u32, values: &[u32]) {
+    // SAFETY: caller contract.
+    if slot.is_null() || unsafe { capacity(*slot) } != values.len() {
+        xfree(slot);
+        *slot = xcalloc(values.len(), size_of::<u32>()).cast();
+    }
+    // SAFETY: the allocation has at least values.len() entries (checked or just made).
+    unsafe { ptr::copy_nonoverlapping(values.as_ptr(), *slot, values.len()) };
+}

@@ -1,0 +1,65 @@
+//! Fair share without slurmdbd that users cannot dodge (issue 10, item 4).
+//!
+//! - A short job that starts and ends between two recalculation passes is charged in full,
+//!   from its own start and end times (Slurm calls `priority_p_job_end` only with enforced
+//!   limits and associations, so the pass has to do it).
+//! - `--account` is free text without slurmdbd, so it is not recognised: a user's jobs under
+//!   20 fresh account names get exactly the FAIRSHARE of the user's own jobs.
+
+use super::harness::{WAIT, e2e_enabled};
+use super::priority_ledger::{EXTRA, job_time, ledger, one_node};
+use gputopo_core::priority::ledger::UNVERIFIED_ACCOUNT;
+
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn short_jobs_are_charged_and_fresh_accounts_gain_nothing() {
+    if !e2e_enabled() {
+        return;
+    }
+    let c = one_node(EXTRA, false);
+    // A 5-second job with 1 GPU, inside one PriorityCalcPeriod (one minute, the least Slurm
+    // accepts) after the pass slurmctld ran at start. The next pass is the final one of an
+    // orderly stop; it charges the job from its own start and end times.
+    let short = c.sbatch(&["--gres=gpu:1", "-n1", "--wrap", "sleep 5"]);
+    c.wait_until("the short job to complete", WAIT, || {
+        c.job_state(short).as_deref() == Some("COMPLETED")
+    });
+    let (start, end) = (
+        job_time(&c, short, "StartTime"),
+        job_time(&c, short, "EndTime"),
+    );
+    assert!(end - start >= 5, "ran {start}..{end}");
+    let expect = (end - start) as f64;
+    c.stop_slurmctld();
+    let u = ledger(&c)
+        .and_then(|l| l.usage(UNVERIFIED_ACCOUNT, "0"))
+        .expect("root's entry");
+    assert_eq!(u.gpu_secs, expect, "charged exactly its run time, once");
+    c.restart_slurmctld();
+
+    // Keep the node busy so everything below stays pending, then submit under the user's
+    // own account and under 20 fresh names.
+    let blocker = c.sbatch(&["--exclusive", "--wrap", "sleep 300"]);
+    c.wait_state(blocker, "RUNNING", WAIT);
+    let own = c.sbatch(&["-n1", "--wrap", "true"]);
+    let fresh: Vec<u32> = (0..20)
+        .map(|i| c.sbatch(&["-A", &format!("fresh{i}"), "-n1", "--wrap", "true"]))
+        .collect();
+    let fairshare = |job: u32| -> Option<f64> {
+        let out = c.ok("sprio", &["-h", "-j", &job.to_string(), "-o", "%F"]);
+        out.trim().parse().ok()
+    };
+    c.wait_until("sprio rows for the pending jobs", WAIT, || {
+        fairshare(own).is_some() && fresh.iter().all(|&j| fairshare(j).is_some())
+    });
+    let mine = fairshare(own).expect("own FAIRSHARE");
+    for &j in &fresh {
+        assert_eq!(
+            fairshare(j),
+            Some(mine),
+            "job {j} under a fresh account vs the user's own"
+        );
+    }
+    let l = ledger(&c).expect("ledger");
+    assert_eq!(l.len(), 1, "one entry per user, whatever the account text");
+}
