@@ -22,25 +22,36 @@ fn node_of(c: &Cluster, job: u32) -> String {
     alloc[0].0.clone()
 }
 
+/// n1 an HGX H100 board, n2 an 8× L40S PCIe box, with these `Weight=` (none: equal).
+fn mixed_fleet(node_weight: Option<&str>) -> Cluster {
+    Cluster::up(Opts {
+        nodes: 2,
+        topology: "hgx-h100".into(),
+        node_topology: Some("n2=l40s-pcie8".into()),
+        node_weight: node_weight.map(Into::into),
+        gputopo_conf: Some(CONF.into()),
+        ..Opts::default()
+    })
+}
+
+/// Submits `n` 1-GPU jobs one after the other; the node each got.
+fn one_gpu_jobs(c: &Cluster, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|_| {
+            let job = c.sbatch(&["-N1", "-n1", "-c1", "--gres=gpu:1", "--wrap", "sleep 300"]);
+            node_of(c, job)
+        })
+        .collect()
+}
+
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn one_gpu_jobs_fill_pcie_nodes_and_an_8_gpu_job_gets_the_nvswitch_node() {
     if !e2e_enabled() {
         return;
     }
-    let c = Cluster::up(Opts {
-        nodes: 2,
-        topology: "hgx-h100".into(),
-        node_topology: Some("n2=l40s-pcie8".into()),
-        gputopo_conf: Some(CONF.into()),
-        ..Opts::default()
-    });
-    let small: Vec<String> = (0..8)
-        .map(|_| {
-            let job = c.sbatch(&["-N1", "-n1", "-c1", "--gres=gpu:1", "--wrap", "sleep 300"]);
-            node_of(&c, job)
-        })
-        .collect();
+    let c = mixed_fleet(None);
+    let small = one_gpu_jobs(&c, 8);
     let big = c.sbatch(&["-N1", "-n1", "-c1", "--gres=gpu:8", "--wrap", "sleep 300"]);
     let big_node = node_of(&c, big);
     let big_gpus = c.gres_idx(big)[0].1.clone();
@@ -65,20 +76,8 @@ fn node_weight_comes_before_gputopos_node_order() {
     if !e2e_enabled() {
         return;
     }
-    let c = Cluster::up(Opts {
-        nodes: 2,
-        topology: "hgx-h100".into(),
-        node_topology: Some("n2=l40s-pcie8".into()),
-        node_weight: Some("n1=1,n2=10".into()),
-        gputopo_conf: Some(CONF.into()),
-        ..Opts::default()
-    });
-    let placed: Vec<String> = (0..3)
-        .map(|_| {
-            let job = c.sbatch(&["-N1", "-n1", "-c1", "--gres=gpu:1", "--wrap", "sleep 300"]);
-            node_of(&c, job)
-        })
-        .collect();
+    let c = mixed_fleet(Some("n1=1,n2=10"));
+    let placed = one_gpu_jobs(&c, 3);
     eprintln!(
         "select/{}: 1-GPU jobs on {placed:?} (n1 Weight=1, n2 Weight=10)",
         select()

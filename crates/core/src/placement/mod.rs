@@ -21,6 +21,7 @@ pub mod objective;
 pub mod rank;
 mod search;
 pub mod slurm_greedy;
+mod table_cache;
 pub mod tables;
 
 pub use engine::{Choice, Gputopo, score};

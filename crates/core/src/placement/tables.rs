@@ -45,6 +45,8 @@ pub const TIER_MAX_GPUS: usize = 8;
 pub const MEMO_CAP: usize = 1 << 18;
 
 /// A shared handle to one topology's tables.
+pub use super::table_cache::{TABLE_CACHE_CAP, TableCache};
+
 pub type TopoHandle = Arc<TopoTables>;
 
 /// The decision-relevant identity of a topology: GPU count and the upper-triangle pair
@@ -136,7 +138,7 @@ impl TopoTables {
         TopoKey::of(topo).map(|k| Self::from_key(&k))
     }
 
-    fn from_key(key: &TopoKey) -> Self {
+    pub(super) fn from_key(key: &TopoKey) -> Self {
         let n = usize::from(key.n);
         let mut pv = vec![0u32; n * n];
         let mut it = key.pairs.iter();
@@ -414,51 +416,11 @@ impl AsRef<TopoTables> for TopoTables {
     }
 }
 
-/// Interns [`TopoTables`] by [`TopoKey`], so identical nodes share one set of tables.
-#[derive(Default, Debug)]
-pub struct TableCache {
-    map: Mutex<HashMap<TopoKey, TopoHandle>>,
-}
-
-impl TableCache {
-    /// An empty cache.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The shared tables of `topo` (built on first sight of its key), or `None` above
-    /// [`MAX_EXACT_GPUS`] GPUs.
-    pub fn handle(&self, topo: &NodeTopology) -> Option<TopoHandle> {
-        let key = TopoKey::of(topo)?;
-        if let Ok(m) = self.map.lock() {
-            if let Some(h) = m.get(&key) {
-                return Some(Arc::clone(h));
-            }
-        }
-        // Build outside the lock: a 16-GPU build takes milliseconds.
-        let built = Arc::new(TopoTables::from_key(&key));
-        match self.map.lock() {
-            Ok(mut m) => Some(Arc::clone(m.entry(key).or_insert(built))),
-            Err(_) => Some(built),
-        }
-    }
-
-    /// Number of distinct topologies held.
-    pub fn len(&self) -> usize {
-        self.map.lock().map(|m| m.len()).unwrap_or(0)
-    }
-
-    /// True when no topology has been interned yet.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::placement::objective;
-    use crate::topology::{PcieLevel, fixture};
+    use crate::topology::fixture;
 
     fn dgx1v() -> NodeTopology {
         fixture::parse(include_str!("../../../../contrib/topologies/dgx1v.topo")).unwrap()
@@ -481,21 +443,5 @@ mod tests {
             let mut eval = objective::Evaluator::new(&t);
             assert_eq!(tab.leftover(set), eval.leftover(set));
         }
-    }
-
-    #[test]
-    fn identical_topologies_share_tables() {
-        let cache = TableCache::new();
-        let a = dgx1v();
-        let mut b = dgx1v();
-        b.name = "other".into();
-        let ha = cache.handle(&a).unwrap();
-        let hb = cache.handle(&b).unwrap();
-        assert!(Arc::ptr_eq(&ha, &hb));
-        let c = NodeTopology::uniform("u", 8, PcieLevel::Pix).unwrap();
-        cache.handle(&c).unwrap();
-        assert_eq!(cache.len(), 2);
-        let big = NodeTopology::uniform("big", 17, PcieLevel::Pix).unwrap();
-        assert!(cache.handle(&big).is_none());
     }
 }
