@@ -63,3 +63,39 @@ fn short_jobs_are_charged_and_fresh_accounts_gain_nothing() {
     let l = ledger(&c).expect("ledger");
     assert_eq!(l.len(), 1, "one entry per user, whatever the account text");
 }
+
+/// `PriorityUsageResetPeriod=NOW` clears usage when the decay loop starts, as multifactor's
+/// decay thread does: a job's usage, charged and saved at an orderly stop, is gone after the
+/// next start. (The calendar periods are unit-tested in `core::priority::reset`.)
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn usage_reset_period_now_clears_the_ledger_at_start() {
+    if !e2e_enabled() {
+        return;
+    }
+    let c = one_node(
+        &EXTRA.replace(
+            "PriorityUsageResetPeriod=YEARLY",
+            "PriorityUsageResetPeriod=NOW",
+        ),
+        true, // debug: the reset line is at verbose level
+    );
+    let job = c.sbatch(&["--gres=gpu:1", "-n1", "--wrap", "sleep 3"]);
+    c.wait_until("the job to complete", WAIT, || {
+        c.job_state(job).as_deref() == Some("COMPLETED")
+    });
+    c.stop_slurmctld();
+    let before = ledger(&c).and_then(|l| l.usage(UNVERIFIED_ACCOUNT, "0"));
+    assert!(
+        before.is_some_and(|u| u.gpu_secs >= 3.0),
+        "charged before the reset: {before:?}"
+    );
+    c.restart_slurmctld();
+    c.wait_until("the ledger to be cleared at start", WAIT, || {
+        ledger(&c).is_some_and(|l| l.usage(UNVERIFIED_ACCOUNT, "0").is_none())
+    });
+    assert!(
+        c.slurmctld_log().contains("usage ledger cleared"),
+        "the reset is logged"
+    );
+}

@@ -13,7 +13,8 @@
 //! - [`fair_tree`]: Fair Tree ranking (`fair_tree.c`) over an association tree.
 //! - [`classic`]: classic fair share (`_set_usage_efctv`, DEPTH_OBLIVIOUS, `calc_fs_factor`).
 //! - [`ledger`]: gputopo's usage ledger (GPU-seconds and TRES billing per account/user with
-//!   exponential decay) and the fair-share tree built from it; [`ledger_file`] its file.
+//!   exponential decay) and the fair-share tree built from it; [`ledger_file`] its file;
+//!   [`reset`] `PriorityUsageResetPeriod`.
 //!
 //! Float semantics: multifactor computes factors in C `double`, which is `f64` here. Slurm keeps
 //! association usage (`usage_raw`, `usage_norm`, `usage_efctv`, `level_fs`) in `long double`
@@ -27,6 +28,7 @@ pub mod fair_tree;
 pub mod ledger;
 pub mod ledger_file;
 pub mod multifactor;
+pub mod reset;
 
 pub use config::{Flags, PriorityConfig, Release, Weights};
 pub use fair_tree::{AssocId, AssocNode, AssocTree};

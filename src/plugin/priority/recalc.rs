@@ -12,6 +12,7 @@ use std::time::Duration;
 use gputopo_core::priority::Flags;
 use gputopo_core::priority::ledger::UNVERIFIED_ACCOUNT;
 use gputopo_core::priority::multifactor::apply_incr_only;
+use gputopo_core::priority::reset::ResetPeriod;
 
 use super::state::{Extension, STATE, Snapshot, compute, load_extension};
 use crate::slurm::prio::job::{JobRecord, job_list, job_list_exists};
@@ -84,6 +85,16 @@ fn locked_pass(recover: bool) -> (bool, Option<Snapshot>) {
     let jobs = unsafe { job_list() };
     let mut ext_guard = STATE.ext.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(ext) = ext_guard.as_mut().filter(|_| !STATE.with_dbd()) {
+        if !recover {
+            let period = ResetPeriod::from_slurm(prio::reset_period());
+            let first = std::mem::take(&mut ext.loop_start);
+            if ext
+                .ledger
+                .apply_reset(period, start, prio::utc_offset(start), first)
+            {
+                log::info!("usage ledger cleared (PriorityUsageResetPeriod={period:?})");
+            }
+        }
         let mut pending = Vec::new();
         for &raw in &jobs {
             // SAFETY: element of job_list, job write lock held.

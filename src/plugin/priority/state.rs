@@ -27,6 +27,9 @@ pub struct Extension {
     pub dir: Option<PathBuf>,
     /// Index of `gres/gpu` in the TRES arrays.
     pub gpu_index: Option<usize>,
+    /// The next charging pass is the first of its loop (after a start or reconfigure), when
+    /// `PriorityUsageResetPeriod=NOW` clears usage, as multifactor's decay thread does.
+    pub loop_start: bool,
 }
 
 /// Everything the role keeps between calls.
@@ -113,6 +116,7 @@ impl State {
         {
             ext.ledger.set_half_life(half_life);
             ext.gpu_index = prio::gpu_tres_index();
+            ext.loop_start = true;
         }
     }
 
@@ -163,6 +167,7 @@ pub fn load_extension(now: i64) -> Extension {
         fairshare: BTreeMap::new(),
         dir,
         gpu_index: prio::gpu_tres_index(),
+        loop_start: true,
     }
 }
 

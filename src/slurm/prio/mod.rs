@@ -180,6 +180,22 @@ pub fn periods() -> (u32, u32) {
     (c.priority_calc_period.max(1), c.priority_decay_hl)
 }
 
+/// `PriorityUsageResetPeriod` (Slurm's `PRIORITY_RESET_*`).
+pub fn reset_period() -> u16 {
+    conf().priority_reset_period
+}
+
+/// slurmctld's local time offset from UTC at `t` (seconds east; 0 if the C library cannot
+/// tell), for `PriorityUsageResetPeriod`'s local-midnight boundaries.
+pub fn utc_offset(t: i64) -> i64 {
+    let t: libc::time_t = t;
+    // SAFETY: all-zero is a valid `tm` (plain integers and a null zone pointer).
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: localtime_r writes only into `tm`, which outlives the call; `t` is a valid time.
+    let ok = unsafe { libc::localtime_r(&t, &mut tm) };
+    if ok.is_null() { 0 } else { tm.tm_gmtoff }
+}
+
 /// `StateSaveLocation`.
 pub fn state_save_location() -> Option<std::path::PathBuf> {
     let p = conf().state_save_location;

@@ -15,6 +15,7 @@
 //! [`Ledger::from_json`]); reading and writing the file is [`super::ledger_file`].
 
 use super::fair_tree::{AssocId, AssocTree};
+use super::reset::{ResetPeriod, next_reset};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -110,6 +111,10 @@ struct Entry {
 struct OnDisk {
     version: u32,
     last_decay: i64,
+    /// When usage was last cleared by `PriorityUsageResetPeriod` (0: never; files written
+    /// before this field existed read as 0).
+    #[serde(default)]
+    last_reset: i64,
     entries: Vec<Entry>,
 }
 
@@ -118,6 +123,7 @@ struct OnDisk {
 pub struct Ledger {
     half_life_secs: u32,
     last_decay: i64,
+    last_reset: i64,
     entries: BTreeMap<(String, String), Usage>,
 }
 
@@ -127,6 +133,7 @@ impl Ledger {
         Ledger {
             half_life_secs,
             last_decay: now,
+            last_reset: 0,
             entries: BTreeMap::new(),
         }
     }
@@ -175,6 +182,47 @@ impl Ledger {
         self.entries
             .retain(|_, u| u.gpu_secs >= 1e-9 || u.billing_secs >= 1e-9);
         self.last_decay = now;
+    }
+
+    /// Applies `PriorityUsageResetPeriod` at `now` (the decay loop's pass), as multifactor's
+    /// decay thread does: `Now` clears when `start_of_loop` is set (the first pass after a
+    /// start or reconfigure); a calendar period clears when its next boundary after the last
+    /// reset has passed, and that boundary becomes the last reset. A ledger that never reset
+    /// counts from `now` (multifactor starts from its thread's start time). Returns whether
+    /// usage was cleared.
+    pub fn apply_reset(
+        &mut self,
+        period: ResetPeriod,
+        now: i64,
+        utc_offset: i64,
+        start_of_loop: bool,
+    ) -> bool {
+        if period == ResetPeriod::None {
+            return false;
+        }
+        if period == ResetPeriod::Now {
+            if start_of_loop {
+                self.entries.clear();
+                self.last_reset = now;
+            }
+            return start_of_loop;
+        }
+        if self.last_reset == 0 {
+            self.last_reset = now;
+        }
+        match next_reset(period, self.last_reset, now, utc_offset) {
+            Some(next) if now >= next => {
+                self.entries.clear();
+                self.last_reset = next;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// When usage was last cleared by `PriorityUsageResetPeriod` (0: never).
+    pub fn last_reset(&self) -> i64 {
+        self.last_reset
     }
 
     /// Adds one job's usage over an interval, decayed as `_apply_new_usage` does.
@@ -272,6 +320,7 @@ impl Ledger {
         let disk = OnDisk {
             version: FORMAT_VERSION,
             last_decay: self.last_decay,
+            last_reset: self.last_reset,
             entries: self
                 .entries
                 .iter()
@@ -320,6 +369,7 @@ impl Ledger {
         Ok(Ledger {
             half_life_secs,
             last_decay: disk.last_decay,
+            last_reset: disk.last_reset,
             entries,
         })
     }
@@ -383,5 +433,53 @@ mod tests {
             l.usage(UNVERIFIED_ACCOUNT, "v").map(|u| u.gpu_secs),
             Some(5.0)
         );
+    }
+
+    #[test]
+    fn usage_reset_period_clears_like_multifactor() {
+        let day = 86_400;
+        let t0 = 1_796_121_000; // 2026-12-01 10:30 UTC
+        let charge = |l: &mut Ledger| {
+            l.charge(&UsageCharge {
+                account: UNVERIFIED_ACCOUNT.into(),
+                user: "1000".into(),
+                gpus: 1,
+                billing: 1.0,
+                run_secs: 60.0,
+            })
+        };
+        let mut l = Ledger::new(0, t0);
+        charge(&mut l);
+        assert!(!l.apply_reset(ResetPeriod::None, t0 + 400 * day, 0, true));
+        assert!(
+            !l.apply_reset(ResetPeriod::Daily, t0, 0, true),
+            "counts from now"
+        );
+        assert!(!l.apply_reset(ResetPeriod::Daily, t0 + 3600, 0, false));
+        assert_eq!(l.len(), 1);
+        assert!(
+            l.apply_reset(ResetPeriod::Daily, t0 + day, 0, false),
+            "after midnight"
+        );
+        assert!(l.is_empty());
+        let midnight = t0 - 10 * 3600 - 1800 + day;
+        assert_eq!(l.last_reset(), midnight);
+        charge(&mut l);
+        // The reset time survives the file.
+        let back = Ledger::from_json(&l.to_json(), 0, Path::new("x")).unwrap();
+        assert_eq!(back.last_reset(), midnight);
+        assert!(
+            !l.clone()
+                .apply_reset(ResetPeriod::Daily, midnight + 3600, 0, false)
+        );
+        // NOW clears only at the loop's start.
+        assert!(!l.apply_reset(ResetPeriod::Now, t0 + 2 * day, 0, false));
+        assert_eq!(l.len(), 1);
+        assert!(l.apply_reset(ResetPeriod::Now, t0 + 2 * day, 0, true));
+        assert!(l.is_empty());
+        // A file without the field reads as "never reset".
+        let old = r#"{"version":1,"last_decay":5,"entries":[]}"#;
+        let o = Ledger::from_json(old, 0, Path::new("x")).unwrap();
+        assert_eq!(o.last_reset(), 0);
     }
 }
