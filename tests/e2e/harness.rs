@@ -33,6 +33,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+mod daemons;
+mod parse;
+
 /// A generous default for waits on job states and daemons.
 pub const WAIT: Duration = Duration::from_secs(60);
 
@@ -459,125 +462,6 @@ impl Cluster {
     pub fn gres_used(&self, node: &str) -> Vec<usize> {
         parse_idx(field(&self.show_node(node), "GresUsed").unwrap_or(""))
     }
-
-    /// Restarts slurmctld (SIGTERM, start again, wait until it answers and every node has
-    /// re-registered its GPUs); jobs keep running.
-    pub fn restart_slurmctld(&self) {
-        self.cluster_sh(&["restart", "slurmctld"]);
-        self.wait_gres_registered();
-    }
-
-    /// Waits until every node reports its GPU bitmaps again (`GresUsed=gpu:..(IDX:..)`).
-    /// Right after slurmctld starts, GresUsed has counts only (`gpu:v100:2`) until the
-    /// node's slurmd registers, a few seconds later.
-    pub fn wait_gres_registered(&self) {
-        for node in self.nodes() {
-            self.wait_until(&format!("{node} to register its GPUs"), WAIT, || {
-                field(&self.show_node(&node), "GresUsed").is_some_and(|g| g.contains("(IDX:"))
-            });
-        }
-    }
-
-    /// Stops one node's slurmd (SIGTERM, bounded wait); [`Cluster::restart_slurmd`] starts it.
-    pub fn stop_slurmd(&self, node: &str) {
-        self.kill_daemon(&format!("slurmd-{node}.pid"), "-TERM");
-    }
-
-    /// Kills slurmctld with SIGKILL (no state saved on the way out) and starts it again,
-    /// without waiting for the nodes to register (some may be stopped).
-    pub fn kill_and_restart_slurmctld(&self) {
-        self.kill_daemon("slurmctld.pid", "-KILL");
-        self.cluster_sh(&["restart", "slurmctld"]);
-    }
-
-    fn kill_daemon(&self, pidfile: &str, signal: &str) {
-        let pid = std::fs::read_to_string(self.dir.join(pidfile)).unwrap_or_default();
-        let pid = pid.trim().to_string();
-        assert!(!pid.is_empty(), "no pid in {pidfile}");
-        let _ = Command::new("kill").args([signal, &pid]).status();
-        self.wait_until(&format!("{pidfile} ({pid}) to exit"), WAIT, || {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map_or(true, |s| s.split_whitespace().nth(2) == Some("Z"))
-        });
-    }
-
-    /// Restarts one node's slurmd.
-    pub fn restart_slurmd(&self, node: &str) {
-        self.cluster_sh(&["restart", node]);
-        self.wait_until(&format!("{node} to respond"), WAIT, || {
-            !self.show_node(node).contains("NOT_RESPONDING")
-        });
-    }
-
-    /// `scontrol reconfigure`, then waits until slurmctld answers again (24.11 re-executes
-    /// itself on reconfigure).
-    pub fn reconfigure(&self) {
-        self.ok("scontrol", &["reconfigure"]);
-        self.wait_until("slurmctld to answer after reconfigure", WAIT, || {
-            let out = self.run("scontrol", &["ping"]);
-            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("UP")
-        });
-        self.wait_gres_registered();
-    }
-
-    /// The whole slurmctld.log so far.
-    pub fn slurmctld_log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("log/slurmctld.log")).unwrap_or_default()
-    }
-
-    /// The whole slurmd log of `node` so far.
-    pub fn slurmd_log(&self, node: &str) -> String {
-        std::fs::read_to_string(self.dir.join(format!("log/slurmd-{node}.log"))).unwrap_or_default()
-    }
-
-    /// slurmctld's pid (from its pid file) if that process is alive.
-    pub fn slurmctld_pid(&self) -> Option<u32> {
-        let pid = std::fs::read_to_string(self.dir.join("slurmctld.pid")).ok()?;
-        let pid: u32 = pid.trim().parse().ok()?;
-        Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
-    }
-
-    /// Stops slurmctld alone by its orderly path (`scontrol shutdown slurmctld`) and waits
-    /// until the process is gone; [`Cluster::restart_slurmctld`] starts it again.
-    pub fn stop_slurmctld(&self) {
-        let pid = self.slurmctld_pid();
-        self.ok("scontrol", &["shutdown", "slurmctld"]);
-        self.wait_until("slurmctld to exit", WAIT, || {
-            pid.is_none_or(|p| !Path::new(&format!("/proc/{p}")).exists())
-        });
-    }
-
-    /// SIGKILLs slurmctld and waits until the process is gone.
-    pub fn kill_slurmctld(&self) {
-        let pid = self.slurmctld_pid().expect("slurmctld runs");
-        let ok = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "kill -KILL {pid}");
-        self.wait_until("slurmctld to die", WAIT, || {
-            !Path::new(&format!("/proc/{pid}")).exists()
-        });
-    }
-
-    fn cluster_sh(&self, args: &[&str]) {
-        let out = Command::new(repo().join("contrib/cluster.sh"))
-            .args(args)
-            .arg("--dir")
-            .arg(&self.dir)
-            .env(
-                "GPUTOPO_SLURMCTLD_PREFIX",
-                self.opts.slurmctld_prefix.as_deref().unwrap_or(""),
-            )
-            .stdin(Stdio::null())
-            .output()
-            .expect("run contrib/cluster.sh");
-        assert!(
-            out.status.success(),
-            "contrib/cluster.sh {args:?} failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
 }
 
 impl Drop for Cluster {
@@ -601,55 +485,4 @@ impl Drop for Cluster {
     }
 }
 
-/// The value of `Key=` in Slurm's `Key=Value` output (first occurrence, up to a space).
-pub fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    let pat = format!("{key}=");
-    text.split_whitespace().find_map(|w| w.strip_prefix(&pat))
-}
-
-/// The GPU indices in `...(IDX:0-1,5)`; empty when there are none (e.g. `IDX:N/A`).
-pub fn parse_idx(line: &str) -> Vec<usize> {
-    let Some(start) = line.find("(IDX:") else {
-        return Vec::new();
-    };
-    let rest = &line[start + 5..];
-    let list = &rest[..rest.find(')').unwrap_or(rest.len())];
-    parse_index_list(list)
-}
-
-/// "0-2,5" → [0, 1, 2, 5]; non-numeric parts are ignored.
-pub fn parse_index_list(list: &str) -> Vec<usize> {
-    let mut out = Vec::new();
-    for part in list.split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                if let (Ok(a), Ok(b)) = (a.trim().parse::<usize>(), b.trim().parse::<usize>()) {
-                    out.extend(a..=b);
-                }
-            }
-            None => {
-                if let Ok(i) = part.trim().parse() {
-                    out.push(i);
-                }
-            }
-        }
-    }
-    out
-}
-
-#[test]
-fn parses_idx_lists() {
-    assert_eq!(
-        parse_idx("Nodes=n1 CPU_IDs=0 Mem=0 GRES=gpu:v100:3(IDX:0-1,5)"),
-        vec![0, 1, 5]
-    );
-    assert_eq!(
-        parse_idx("Nodes=n1 CPU_IDs=0 Mem=0 GRES="),
-        Vec::<usize>::new()
-    );
-    assert_eq!(parse_index_list("4,5,7"), vec![4, 5, 7]);
-    assert_eq!(
-        field("JobId=3 JobState=RUNNING Reason=None", "JobState"),
-        Some("RUNNING")
-    );
-}
+pub use parse::{field, parse_idx, parse_index_list};
