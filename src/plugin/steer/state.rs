@@ -170,9 +170,11 @@ fn last_good_path() -> Option<PathBuf> {
     crate::slurm::conf::state_save_location().map(|d| d.join("gputopo.conf.last-good"))
 }
 
+/// Written to a temporary name and renamed, so a crash never leaves a truncated copy.
 fn save_last_good(text: &str) {
     let Some(path) = last_good_path() else { return };
-    if let Err(e) = std::fs::write(&path, text) {
+    let tmp = path.with_extension("last-good.tmp");
+    if let Err(e) = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path)) {
         log::debug!("cannot save {}: {e}", path.display());
     }
 }
