@@ -37,10 +37,13 @@ pub fn xcalloc(n: usize, size: usize) -> *mut c_void {
 }
 
 /// Frees `*p` with Slurm's allocator and nulls it.
-pub fn xfree<T>(p: &mut *mut T) {
+///
+/// # Safety
+/// `*p` is null or a live allocation of Slurm's allocator that nothing else uses any more.
+pub unsafe fn xfree<T>(p: &mut *mut T) {
     let mut v = p.cast::<c_void>();
-    // SAFETY: every pointer this module's callers pass is null or came from Slurm's allocator
-    // (job record fields are only ever set with xmalloc); slurm_xfree nulls it.
+    // SAFETY: caller contract (job record fields are only ever set with xmalloc);
+    // slurm_xfree accepts null and nulls what it frees.
     unsafe { ffi::slurm_xfree(&mut v) };
     *p = ptr::null_mut();
 }
@@ -84,7 +87,8 @@ pub unsafe fn read_array<T: Copy + Default>(p: *const T, len: usize) -> Option<V
 pub unsafe fn store_u32s(slot: &mut *mut u32, values: &[u32]) {
     // SAFETY: caller contract.
     if slot.is_null() || unsafe { capacity(*slot) } != values.len() {
-        xfree(slot);
+        // SAFETY: caller contract: null or Slurm's allocation, about to be replaced.
+        unsafe { xfree(slot) };
         *slot = xcalloc(values.len(), size_of::<u32>()).cast();
     }
     // SAFETY: the allocation has at least values.len() entries (checked or just made).

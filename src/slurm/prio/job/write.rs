@@ -14,8 +14,10 @@ impl JobRecord<'_> {
     pub fn clear_factors(&mut self) {
         // SAFETY: prio_factors is null or an xmalloc'ed JobFactors owned by the job.
         if let Some(f) = unsafe { self.job.prio_factors.as_mut() } {
-            xfree(&mut f.tres_weights);
-            xfree(&mut f.priority_tres);
+            // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
+            unsafe { xfree(&mut f.tres_weights) };
+            // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
+            unsafe { xfree(&mut f.priority_tres) };
             // SAFETY: plain-old-data struct; all-zero is its memset state in multifactor.
             unsafe { ptr::write_bytes(f as *mut JobFactors, 0, 1) };
         }
@@ -69,10 +71,13 @@ impl JobRecord<'_> {
             let Some(a) = array else {
                 // SAFETY: part_prio is null or xmalloc'ed and owned by the job.
                 if let Some(pp) = unsafe { self.job.part_prio.as_mut() } {
-                    xfree(&mut pp.priority_array);
-                    xfree(&mut pp.priority_array_names);
+                    // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
+                    unsafe { xfree(&mut pp.priority_array) };
+                    // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
+                    unsafe { xfree(&mut pp.priority_array_names) };
                 }
-                xfree(&mut self.job.part_prio);
+                // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
+                unsafe { xfree(&mut self.job.part_prio) };
                 return;
             };
             if self.job.part_prio.is_null() {
@@ -85,7 +90,8 @@ impl JobRecord<'_> {
             };
             if pp.priority_array.is_null() || pp.last_update < last_part_update {
                 if !parts.is_null() {
-                    xfree(&mut pp.priority_array_names);
+                    // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
+                    unsafe { xfree(&mut pp.priority_array_names) };
                     if let Some(f) = crate::slurm::prio::PART_LIST_TO_XSTR.address() {
                         // SAFETY: `char *part_list_to_xstr(list_t *)` in slurmctld.
                         let f: unsafe extern "C" fn(
@@ -96,7 +102,8 @@ impl JobRecord<'_> {
                         pp.priority_array_names = unsafe { f(parts) };
                     }
                 }
-                xfree(&mut pp.priority_array);
+                // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
+                unsafe { xfree(&mut pp.priority_array) };
                 pp.last_update = now as crate::ffi::time_t;
             }
             // SAFETY: null or xmalloc'ed (Slurm's split copy has only list_count(parts)
