@@ -25,6 +25,7 @@
 pub mod classic;
 pub mod config;
 pub mod fair_tree;
+pub mod gpu_count;
 pub mod ledger;
 pub mod ledger_file;
 pub mod multifactor;

@@ -221,7 +221,7 @@ impl Extension {
         let gpus = self
             .gpu_index
             .and_then(|i| job.tres_alloc(i, tres_cnt))
-            .unwrap_or_else(|| job.allocated_gpus());
+            .unwrap_or_else(|| job.gpus_to_charge());
         self.ledger.charge(&UsageCharge {
             account: UNVERIFIED_ACCOUNT.to_string(),
             user: job.user_id().to_string(),
