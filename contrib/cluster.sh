@@ -12,9 +12,10 @@
 #                         [--fake-gpus FILE] [--plain-gres]
 #                         [--gres-conf FILE --node-gres GRES]
 #                         [--node-topology nX=NAME|FILE,...] [--node-weight nX=W,...]
+#                         [--backup]          # a second slurmctld (SlurmctldHost) in standby
 #   contrib/cluster.sh down [--dir DIR]
 #   contrib/cluster.sh env  [--dir DIR]     # prints: export SLURM_CONF=... PATH=...
-#   contrib/cluster.sh restart [--dir DIR] slurmctld|nX   # restart one daemon, jobs keep running
+#   contrib/cluster.sh restart [--dir DIR] slurmctld|backup|nX   # restart one daemon, jobs keep running
 #   contrib/cluster.sh port [--dir DIR]     # BASE port: slurmctld BASE, nX BASE+X, BASE+150.. free
 #
 # DIR (default /tmp/gputopo-cluster) holds everything of one cluster: etc/ (slurm.conf,
@@ -40,6 +41,9 @@
 # --node-topology gives listed nodes another topology than --topology (a mixed fleet), and
 # --node-weight sets Slurm's Weight= of listed nodes; with either, slurm.conf gets one
 # NodeName= line per node.
+# --backup adds a backup controller in its own network, UTS and mount namespaces (see
+# contrib/cluster-backup.sh); the nodes and the primary then use the host side of its veth
+# pair instead of 127.0.0.1.
 # GPUTOPO_SLURMCTLD_PREFIX (optional, split on spaces) is put in front of every slurmctld start
 # of `up` and `restart`, e.g. `env GLIBC_TUNABLES=glibc.malloc.check=3` or `valgrind ...`.
 set -euo pipefail
@@ -78,6 +82,15 @@ release_paths() { # sets BIN SBIN PLUGINS for $release
 # Running and not a zombie (PID 1 here may not reap orphans, so kill -0 is not enough).
 alive() { [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ] && ! awk '{ exit !($3 == "Z") }' "/proc/$1/stat" 2>/dev/null; }
 pidfile_pid() { [ -s "$1" ] && tr -dc 0-9 < "$1" || true; }
+# True when `scontrol ping` reports controller ROLE (primary, backup) UP. scontrol's exit
+# status says whether every controller answers, so only its output is read.
+ctld_up() {
+  local out
+  out=$(timeout 5 scontrol ping 2>/dev/null) || true
+  grep -q "($1) .* is UP" <<<"$out"
+}
+# shellcheck source=contrib/cluster-backup.sh
+. "$here/cluster-backup.sh"
 
 # Processes belonging to cluster $dir: its daemons and slurmstepd (SLURM_CONF=$dir/etc/slurm.conf
 # in their environment, or an open file under $dir such as their log), job processes (that
@@ -159,6 +172,7 @@ cmd_down() {
   done
   pids=$(cluster_pids "$dir")
   [ -z "$pids" ] || die "processes of $dir survived SIGKILL: $pids"
+  [ -z "${GPUTOPO_CLUSTER_BACKUP:-}" ] || backup_net_down "$GPUTOPO_CLUSTER_PORT"
   rm -f "$dir/cluster.env"
   log "cluster in $dir is down"
 }
@@ -174,8 +188,14 @@ cmd_restart() {
   local what=${restart_what:-} pidf pid i
   case $what in
     slurmctld) pidf=$dir/slurmctld.pid ;;
+    backup)
+      [ -n "${GPUTOPO_CLUSTER_BACKUP:-}" ] || die "restart backup: the cluster in $dir has no backup controller"
+      backup_stop
+      backup_start
+      log "restarted the backup slurmctld"
+      return ;;
     n[0-9]*) pidf=$dir/slurmd-$what.pid ;;
-    *) die "restart needs slurmctld or a node name (n1..n$GPUTOPO_CLUSTER_NODES)" ;;
+    *) die "restart needs slurmctld, backup or a node name (n1..n$GPUTOPO_CLUSTER_NODES)" ;;
   esac
   pid=$(pidfile_pid "$pidf")
   if alive "$pid"; then
@@ -185,8 +205,10 @@ cmd_restart() {
   fi
   if [ "$what" = slurmctld ]; then
     "${ctld_prefix[@]}" "$GPUTOPO_SLURM_SBIN/slurmctld" -f "$SLURM_CONF" || die "slurmctld did not start; see $dir/log/slurmctld.log"
-    for i in $(seq 300); do timeout 5 scontrol ping 2>/dev/null | grep -q UP && break; sleep 0.1; done
-    timeout 5 scontrol ping 2>/dev/null | grep -q UP || die "slurmctld does not answer 30 s after restart"
+    # 60 s: a backup in control holds the primary's start until it has relinquished control
+    # (24.11 waits its whole CONTROL_TIMEOUT, ~29 s, with stock plugins too).
+    for i in $(seq 600); do ctld_up primary && break; sleep 0.1; done
+    ctld_up primary || die "slurmctld does not answer 60 s after restart"
   else
     "$GPUTOPO_SLURM_SBIN/slurmd" -f "$SLURM_CONF" -N "$what" || die "slurmd -N $what did not start"
   fi
@@ -301,7 +323,7 @@ write_slurm_conf() {
     cat <<EOC
 # Written by contrib/cluster.sh up --release $release --nodes $nodes --topology $topo_arg --select $select --priority $priority
 ClusterName=gputopo$port_base
-SlurmctldHost=$(hostname -s)(127.0.0.1)
+SlurmctldHost=$(hostname -s)($ctld_addr)
 SlurmctldPort=$port_base
 SlurmdPort=$((port_base + 1))
 AuthType=auth/munge
@@ -333,17 +355,21 @@ ReturnToService=2
 SlurmdParameters=config_overrides
 KillWait=2
 EOC
+    if [ -n "$backup" ]; then
+      echo "SlurmctldHost=$(backup_ns "$port_base")($(backup_ns_addr "$port_base"))"
+      echo "SlurmctldTimeout=10"
+    fi
     if [ -n "$health_program" ]; then
       echo "HealthCheckProgram=$health_program"
       echo "HealthCheckInterval=$health_interval"
     fi
     if [ -z "$node_topology$node_weight" ]; then
-      echo "NodeName=n[1-$nodes] NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 Port=[$((port_base + 1))-$lastport] Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=$gres State=UNKNOWN"
+      echo "NodeName=n[1-$nodes] NodeHostname=$(hostname -s) NodeAddr=$ctld_addr Port=[$((port_base + 1))-$lastport] Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=$gres State=UNKNOWN"
     else
       local i w
       for i in $(seq "$nodes"); do
         w=$(list_value "$node_weight" "n$i")
-        echo "NodeName=n$i NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 Port=$((port_base + i)) Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=${NODE_GRES[n$i]}${w:+ Weight=$w} State=UNKNOWN"
+        echo "NodeName=n$i NodeHostname=$(hostname -s) NodeAddr=$ctld_addr Port=$((port_base + i)) Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=${NODE_GRES[n$i]}${w:+ Weight=$w} State=UNKNOWN"
       done
     fi
     echo "PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
@@ -366,7 +392,7 @@ EOC
 fail_up() {
   echo "cluster.sh: $*" >&2
   local f
-  for f in "$dir/log/slurmctld.log" "$dir"/log/slurmd-n1.log; do
+  for f in "$dir/log/slurmctld.log" "$dir/log/slurmctld-backup.log" "$dir"/log/slurmd-n1.log; do
     [ -f "$f" ] && { echo "--- last lines of $f" >&2; tail -n 25 "$f" >&2; }
   done
   [ -f "$dir/cluster.env" ] && { echo "--- sinfo" >&2; timeout 5 sinfo -N -o '%N %T %E' >&2 2>/dev/null || true; }
@@ -412,6 +438,11 @@ cmd_up() {
     [ -z "$busy" ] || die "ports $busy (derived from $dir: $port_base-$((port_base + nodes))) are in use; use another --dir"
   fi
 
+  ctld_addr=127.0.0.1
+  if [ -n "$backup" ]; then
+    backup_net_up "$port_base"
+    ctld_addr=$(backup_host_addr "$port_base")
+  fi
   rm -rf "$dir/etc" "$dir/state" "$dir/spool" "$dir/log" "$dir/plugins" "$dir"/*.pid
   mkdir -p "$dir/etc" "$dir/state" "$dir/log"
   local i
@@ -453,16 +484,21 @@ GPUTOPO_SLURM_BIN=$BIN
 GPUTOPO_SLURM_SBIN=$SBIN
 GPUTOPO_CLUSTER_NODES=$nodes
 GPUTOPO_CLUSTER_PORT=$port_base
+GPUTOPO_CLUSTER_BACKUP=$backup
 EOE
   start_munged
   export SLURM_CONF=$dir/etc/slurm.conf PATH="$BIN:$SBIN:$PATH"
   # (7>&-: the daemons must not inherit the bring-up lock)
   "${ctld_prefix[@]}" "$SBIN/slurmctld" -f "$SLURM_CONF" 7>&- || fail_up "slurmctld did not start"
   for i in $(seq 300); do
-    timeout 5 scontrol ping 2>/dev/null | grep -q 'UP' && break
+    ctld_up primary && break
     sleep 0.1
   done
-  timeout 5 scontrol ping 2>/dev/null | grep -q 'UP' || fail_up "slurmctld does not answer after 30 s"
+  ctld_up primary || fail_up "slurmctld does not answer after 30 s"
+  if [ -n "$backup" ]; then
+    GPUTOPO_CLUSTER_PORT=$port_base GPUTOPO_SLURM_SBIN=$SBIN
+    (backup_start) || fail_up "the backup slurmctld did not start"
+  fi
   for i in $(seq "$nodes"); do
     "$SBIN/slurmd" -f "$SLURM_CONF" -N "n$i" 7>&- || fail_up "slurmd -N n$i did not start"
   done
@@ -483,6 +519,7 @@ cmd=${1:-}
 dir=${GPUTOPO_CLUSTER_DIR:-/tmp/gputopo-cluster}
 restart_what= release= nodes=1 topo_arg= select=gputopo priority=basic extra_conf= gputopo_conf=
 health_program= health_interval=60 ctld_debug=info plugin_dir= fake_gpus= plain_gres= gres_conf= node_gres= node_topology= node_weight=
+backup= ctld_addr=127.0.0.1
 while [ $# -gt 0 ]; do
   case $1 in
     --release) release=$2; shift 2 ;;
@@ -499,7 +536,8 @@ while [ $# -gt 0 ]; do
     --plugin-dir) plugin_dir=$2; shift 2 ;;
     --fake-gpus) fake_gpus=$2; shift 2 ;;
     --plain-gres) plain_gres=1; shift ;;
-    slurmctld|n[0-9]*) restart_what=$1; shift ;;
+    --backup) backup=1; shift ;;
+    slurmctld|backup|n[0-9]*) restart_what=$1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     --gres-conf) gres_conf=$(realpath "$2"); shift 2 ;;
     --node-gres) node_gres=$2; shift 2 ;;

@@ -33,6 +33,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+mod backup;
 mod daemons;
 mod parse;
 
@@ -100,6 +101,8 @@ pub struct Opts {
     /// Command words put in front of every slurmctld start (`env GLIBC_TUNABLES=...`,
     /// `valgrind ...`): cluster.sh's GPUTOPO_SLURMCTLD_PREFIX.
     pub slurmctld_prefix: Option<String>,
+    /// A backup controller (a second `SlurmctldHost`) in standby (`cluster.sh --backup`).
+    pub backup: bool,
 }
 
 impl Default for Opts {
@@ -121,6 +124,7 @@ impl Default for Opts {
             node_topology: None,
             node_weight: None,
             slurmctld_prefix: None,
+            backup: false,
         }
     }
 }
@@ -207,6 +211,9 @@ impl Cluster {
         file_arg("--fake-gpus", "fake_gpus.conf.in", &opts.fake_gpus);
         if opts.plain_gres {
             args.push("--plain-gres".into());
+        }
+        if opts.backup {
+            args.push("--backup".into());
         }
         if let Some(p) = &opts.health_program {
             args.extend([

@@ -8,6 +8,7 @@ mod harness;
 mod identity;
 mod priority;
 mod priority_fairshare;
+mod priority_ha;
 mod priority_ledger;
 mod priority_memory;
 mod select;

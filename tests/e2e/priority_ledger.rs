@@ -70,7 +70,7 @@ pub(super) fn job_time(c: &Cluster, job: u32, key: &str) -> i64 {
 }
 
 /// (last_decay, GPU-seconds of root's entry) from the file.
-fn charged(c: &Cluster) -> (i64, f64) {
+pub(super) fn charged(c: &Cluster) -> (i64, f64) {
     let l = ledger(c).expect("a readable ledger");
     let gpu = l.usage("", "0").map_or(0.0, |u| u.gpu_secs);
     (l.last_decay(), gpu)

@@ -105,7 +105,7 @@ impl Cluster {
         });
     }
 
-    fn cluster_sh(&self, args: &[&str]) {
+    pub(super) fn cluster_sh(&self, args: &[&str]) {
         let out = Command::new(repo().join("contrib/cluster.sh"))
             .args(args)
             .arg("--dir")
