@@ -5,12 +5,12 @@
 //! This is the only place gputopo takes slurmctld locks (job write, node read, partition read:
 //! multifactor's `job_write_lock`), plus `priority_p_recover` and 22.05's factor list.
 
+use std::collections::BTreeSet;
 use std::sync::PoisonError;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use gputopo_core::priority::Flags;
-use gputopo_core::priority::ledger::UNVERIFIED_ACCOUNT;
 use gputopo_core::priority::multifactor::apply_incr_only;
 use gputopo_core::priority::reset::ResetPeriod;
 
@@ -95,7 +95,7 @@ fn locked_pass(recover: bool) -> (bool, Option<Snapshot>) {
                 log::info!("usage ledger cleared (PriorityUsageResetPeriod={period:?})");
             }
         }
-        let mut pending = Vec::new();
+        let mut pending = BTreeSet::new();
         for &raw in &jobs {
             // SAFETY: element of job_list, job write lock held.
             let Some(job) = (unsafe { JobRecord::from_raw(raw) }) else {
@@ -106,7 +106,7 @@ fn locked_pass(recover: bool) -> (bool, Option<Snapshot>) {
                 // limits and associations, so the pass charges what ran since the last one.
                 ext.charge(&job, start, tres_cnt);
             } else if job.is_pending() {
-                pending.push((UNVERIFIED_ACCOUNT.to_string(), job.user_id().to_string()));
+                pending.insert(job.user_id());
             }
         }
         if !recover {

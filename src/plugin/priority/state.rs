@@ -4,7 +4,7 @@
 //! `priority_p_set` and `priority_p_job_end` run with the slurmctld job write lock held by
 //! Slurm; the recalculation thread takes that lock itself before touching [`State::ext`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
@@ -21,8 +21,9 @@ use crate::slurm::prio::{self, job::JobRecord};
 pub struct Extension {
     /// The ledger (None until loaded).
     pub ledger: Ledger,
-    /// Fair-share factor per (account, uid) from the last recalculation.
-    pub fairshare: BTreeMap<(String, String), f64>,
+    /// Fair-share factor per uid from the last recalculation (without slurmdbd every ledger
+    /// entry is a user's: [`UNVERIFIED_ACCOUNT`]). Looked up once per job per pass.
+    pub fairshare: HashMap<u32, f64>,
     /// Where the ledger lives.
     pub dir: Option<PathBuf>,
     /// Index of `gres/gpu` in the TRES arrays.
@@ -164,7 +165,7 @@ pub fn load_extension(now: i64) -> Extension {
     };
     Extension {
         ledger,
-        fairshare: BTreeMap::new(),
+        fairshare: HashMap::new(),
         dir,
         gpu_index: prio::gpu_tres_index(),
         loop_start: true,
@@ -231,19 +232,24 @@ impl Extension {
         });
     }
 
-    /// Recomputes the fair-share factors for every ledger entry plus `pending` users.
-    pub fn refresh_fairshare(&mut self, pending: &[(String, String)]) {
-        let extra = pending.iter().map(|(a, u)| (a.as_str(), u.as_str()));
-        self.fairshare = self.ledger.fair_share(UsageWeights::default(), extra).0;
+    /// Recomputes the fair-share factors for every ledger entry plus the `pending` users.
+    pub fn refresh_fairshare(&mut self, pending: &BTreeSet<u32>) {
+        let names: Vec<String> = pending.iter().map(u32::to_string).collect();
+        let extra = names.iter().map(|u| (UNVERIFIED_ACCOUNT, u.as_str()));
+        self.fairshare = self
+            .ledger
+            .fair_share(UsageWeights::default(), extra)
+            .0
+            .into_iter()
+            .filter(|((account, _), _)| account == UNVERIFIED_ACCOUNT)
+            .filter_map(|((_, user), f)| Some((user.parse().ok()?, f)))
+            .collect();
     }
 
     /// The fair-share factor of a user (see [`UNVERIFIED_ACCOUNT`]); a user not yet ranked is
     /// treated as unused (1).
     pub fn fairshare_of(&self, uid: u32) -> f64 {
-        self.fairshare
-            .get(&(UNVERIFIED_ACCOUNT.to_string(), uid.to_string()))
-            .copied()
-            .unwrap_or(1.0)
+        self.fairshare.get(&uid).copied().unwrap_or(1.0)
     }
 
     /// The ledger as it is now, to [`Snapshot::write`] once the locks are released; `None`

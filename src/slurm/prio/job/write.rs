@@ -23,17 +23,33 @@ impl JobRecord<'_> {
         }
     }
 
-    /// Stores weighted factors in `prio_factors` (what sprio shows).
+    /// Stores weighted factors in `prio_factors` (what sprio shows). Every pass writes every
+    /// pending job's factors, so the TRES arrays are reused where xmalloc's own record says
+    /// they are large enough, instead of freed and allocated again.
     pub fn store_factors(&mut self, f: &WeightedFactors, tres_weights: Option<&[f64]>) {
         if self.job.prio_factors.is_null() {
             self.job.prio_factors = xcalloc(1, size_of::<JobFactors>()).cast();
-        } else {
-            self.clear_factors();
         }
-        // SAFETY: just allocated or cleared; owned by the job.
+        // SAFETY: null (allocation failed) or xmalloc'ed, owned by the job (its lock is held).
         let Some(pf) = (unsafe { self.job.prio_factors.as_mut() }) else {
             return;
         };
+        let (mut prio_tres, mut weights) = (pf.priority_tres, pf.tres_weights);
+        let n = tres_weights.map_or(0, <[f64]>::len);
+        // SAFETY: null or an xmalloc'ed array owned by the job.
+        let have_tres = unsafe { capacity(prio_tres) };
+        // SAFETY: as above.
+        let have_weights = unsafe { capacity(weights) };
+        let reuse = n > 0 && have_tres >= n && have_weights >= n;
+        if !reuse {
+            // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
+            unsafe { xfree(&mut prio_tres) };
+            // SAFETY: as above.
+            unsafe { xfree(&mut weights) };
+        }
+        // SAFETY: plain-old-data struct; all-zero is its memset state in multifactor (the
+        // array pointers were saved above and are stored again below).
+        unsafe { ptr::write_bytes(pf as *mut JobFactors, 0, 1) };
         pf.priority_age = f.age;
         pf.priority_assoc = f.assoc;
         pf.priority_fs = f.fairshare;
@@ -42,18 +58,32 @@ impl JobRecord<'_> {
         pf.priority_qos = f.qos;
         pf.priority_site = f.site;
         pf.nice = f.nice;
-        if let Some(w) = tres_weights {
-            let n = w.len();
-            pf.priority_tres = xcalloc(n, size_of::<f64>()).cast();
-            pf.tres_weights = xcalloc(n, size_of::<f64>()).cast();
-            // SAFETY: both arrays were just allocated with n doubles.
-            unsafe {
-                ptr::copy_nonoverlapping(f.tres.as_ptr(), pf.priority_tres, f.tres.len().min(n));
-            }
-            // SAFETY: as above.
-            unsafe { ptr::copy_nonoverlapping(w.as_ptr(), pf.tres_weights, n) };
-            pf.tres_cnt = n as u32;
+        let Some(w) = tres_weights.filter(|w| !w.is_empty()) else {
+            return;
+        };
+        if !reuse {
+            prio_tres = xcalloc(n, size_of::<f64>()).cast();
+            weights = xcalloc(n, size_of::<f64>()).cast();
         }
+        if prio_tres.is_null() || weights.is_null() {
+            // SAFETY: null or just allocated, owned by the job.
+            unsafe { xfree(&mut prio_tres) };
+            // SAFETY: as above.
+            unsafe { xfree(&mut weights) };
+            return;
+        }
+        let m = f.tres.len().min(n);
+        // SAFETY: both arrays hold at least n doubles (checked or just allocated).
+        unsafe { ptr::copy_nonoverlapping(f.tres.as_ptr(), prio_tres, m) };
+        // The tail past the computed factors is zero, as in a fresh xcalloc.
+        let tail = prio_tres.wrapping_add(m);
+        // SAFETY: as above: m <= n, so [m, n) lies inside the array.
+        unsafe { ptr::write_bytes(tail, 0, n - m) };
+        // SAFETY: as above.
+        unsafe { ptr::copy_nonoverlapping(w.as_ptr(), weights, n) };
+        pf.priority_tres = prio_tres;
+        pf.tres_weights = weights;
+        pf.tres_cnt = n as u32;
     }
 
     /// Stores the per-partition/QOS array (or frees a stale one) as `_get_priority_internal`.
