@@ -177,6 +177,12 @@ fn accrue_association_usage_inner(
     now: i64,
     cfg: &gputopo_core::priority::PriorityConfig,
 ) -> bool {
+    // Classic fair share: multifactor's decay thread sets the effective usage from the usage
+    // as it stands *before* this period's decay and charges, and scores jobs with that, so the
+    // factor trails the usage by one PriorityCalcPeriod; gputopo does the same (sprio parity).
+    let fair_tree = cfg.flags.has(Flags::FAIR_TREE);
+    let classic_done =
+        fair_tree || assoc::classic_pass(cfg.flags.has(Flags::DEPTH_OBLIVIOUS), cfg.damp_factor);
     let last = LAST_DBD_PASS.swap(now, Ordering::Relaxed);
     let d = decay_factor();
     if last > 0 && now > last {
@@ -194,7 +200,11 @@ fn accrue_association_usage_inner(
             job.charge_association((now - start.max(last)) as f64, d);
         }
     }
-    !cfg.flags.has(Flags::FAIR_TREE) || assoc::fair_tree_pass()
+    if fair_tree {
+        assoc::fair_tree_pass()
+    } else {
+        classic_done
+    }
 }
 
 /// The end of a job (slurmdbd mode): charge the time since the last pass.

@@ -6,7 +6,8 @@
 //!   (`_apply_new_usage`: `Δt·d^Δt · billable_tres · QOS UsageFactor`);
 //! - rank associations with Fair Tree and store `fs_factor`, `level_fs`, `usage_efctv` and
 //!   `usage_norm` (`fair_tree.c`'s `_apply_priority_fs`), which `priority_p_set`, sprio and
-//!   sshare read. Classic fair share needs no pass: `calc_fs_factor` runs per job.
+//!   sshare read; with classic fair share, `usage_norm`/`usage_efctv` (and `fs_factor`) of
+//!   every association (`_set_children_usage_efctv`), which `calc_fs_factor` reads per job.
 //!
 //! Not mirrored (documented in docs/priority.md): `usage_tres_raw`, `grp_used_wall`, QOS usage.
 //! Everything runs under the assoc_mgr association write lock (taken here).
@@ -87,11 +88,55 @@ pub unsafe fn add_usage(assoc: *mut Assoc, usage: f64) {
 /// slurmctld loads associations).
 pub fn fair_tree_pass() -> bool {
     let _lock = AssocLock::acquire(true, false);
-    let root = &raw const ffi::assoc_mgr_root_assoc;
+    let Some((mut tree, ptrs)) = read_tree() else {
+        return false;
+    };
+    let users = &raw const ffi::g_user_assoc_count;
     // SAFETY: libslurmfull global (assoc lock held).
+    let users = unsafe { users.read() };
+    tree.fair_tree(users);
+    log::debug!(
+        "fair tree over {} associations, {} users: {:?}",
+        tree.nodes.len(),
+        users,
+        tree.nodes
+            .iter()
+            .map(|n| (n.is_user, n.shares_norm, n.level_fs, n.fs_factor))
+            .collect::<Vec<_>>()
+    );
+    write_tree(&tree, &ptrs, FsFactor::Users);
+    true
+}
+
+/// Classic fair share (`NO_FAIR_TREE`, `DEPTH_OBLIVIOUS`) over assoc_mgr's tree: what
+/// multifactor's decay thread does with `_set_children_usage_efctv` after each decay, so
+/// `usage_norm`/`usage_efctv` (read by `calc_fs_factor` per job, sprio and sshare) follow the
+/// usage instead of staying at their values from startup. Returns false without a tree yet.
+pub fn classic_pass(depth_oblivious: bool, damp_factor: u16) -> bool {
+    let _lock = AssocLock::acquire(true, false);
+    let Some((mut tree, ptrs)) = read_tree() else {
+        return false;
+    };
+    gputopo_core::priority::classic::classic_fair_share(&mut tree, depth_oblivious, damp_factor);
+    write_tree(&tree, &ptrs, FsFactor::All);
+    true
+}
+
+/// Which nodes get `fs_factor` written: Fair Tree ranks users only; classic fair share has a
+/// factor for every association.
+enum FsFactor {
+    Users,
+    All,
+}
+
+/// assoc_mgr's association tree as plain data, and the record behind each node (same index).
+/// None while assoc_mgr has no root. The caller holds the assoc_mgr association lock.
+fn read_tree() -> Option<(AssocTree, Vec<*mut Assoc>)> {
+    let root = &raw const ffi::assoc_mgr_root_assoc;
+    // SAFETY: libslurmfull global (assoc lock held by the caller).
     let root = unsafe { root.read() };
     if root.is_null() {
-        return false;
+        return None;
     }
     let mut tree = AssocTree::new();
     let mut ptrs: Vec<*mut Assoc> = vec![root];
@@ -121,19 +166,12 @@ pub fn fair_tree_pass() -> bool {
     }
     // Children must be in list order for tie handling; the DFS above appends per parent in
     // order, so `children` vectors are already in Slurm's order.
-    let users = &raw const ffi::g_user_assoc_count;
-    // SAFETY: libslurmfull global (assoc lock held).
-    let users = unsafe { users.read() };
-    tree.fair_tree(users);
-    log::debug!(
-        "fair tree over {} associations, {} users: {:?}",
-        tree.nodes.len(),
-        users,
-        tree.nodes
-            .iter()
-            .map(|n| (n.is_user, n.shares_norm, n.level_fs, n.fs_factor))
-            .collect::<Vec<_>>()
-    );
+    Some((tree, ptrs))
+}
+
+/// Stores `fs_factor`, `usage_efctv`, `usage_norm` (and with Fair Tree `level_fs`) of every
+/// node in its record (root keeps its own). The caller holds the assoc_mgr association write lock.
+fn write_tree(tree: &AssocTree, ptrs: &[*mut Assoc], fs: FsFactor) {
     for (i, a) in ptrs.iter().enumerate() {
         let n = &tree.nodes[i];
         // SAFETY: live association record (assoc write lock held).
@@ -142,13 +180,13 @@ pub fn fair_tree_pass() -> bool {
         let Some(u) = (unsafe { usage.as_mut() }) else {
             continue;
         };
-        if n.is_user {
+        if n.is_user || (matches!(fs, FsFactor::All) && i > 0) {
             u.fs_factor = n.fs_factor;
         }
         if i > 0 {
-            // SAFETY: long double fields of a live usage record.
-            unsafe {
-                long_double_set(&mut u.level_fs, n.level_fs);
+            if matches!(fs, FsFactor::Users) {
+                // SAFETY: long double field of a live usage record (Fair Tree's level value).
+                unsafe { long_double_set(&mut u.level_fs, n.level_fs) };
             }
             // SAFETY: as above.
             unsafe { long_double_set(&mut u.usage_efctv, n.usage_efctv) };
@@ -156,5 +194,4 @@ pub fn fair_tree_pass() -> bool {
             unsafe { long_double_set(&mut u.usage_norm, n.usage_norm) };
         }
     }
-    true
 }
