@@ -20,6 +20,7 @@ use crate::slurm::SlurmError;
 use crate::slurm::bitmap::{BitIndex, Bitmap, BitmapMut, BitmapRef, GpuIndex, NodeIndex};
 use crate::slurm::list::ListRef;
 
+mod digest;
 mod wide;
 
 /// The GRES name gputopo decides for.

@@ -182,7 +182,7 @@ fn node_of_72_gpus_runs_jobs_of_40_and_31_without_its_faulty_gpu() {
     let conf = "Name=gpu File=@DEV@/nvidia[0-35] Cores=0-15\n\
                 Name=gpu File=@DEV@/nvidia[36-71] Cores=16-31\n";
     let c = cluster(1, conf, "gpu:72");
-    wide_node_keeps_health(&c, 72, 70, &[40, 31]);
+    keeps_health(&c, 72, 70, &["gpu:40", "gpu:31"]);
     if gputopo() {
         assert!(
             c.slurmctld_log()
@@ -202,21 +202,18 @@ fn node_of_40_plain_gpus_never_gets_its_faulty_gpu_35() {
         return;
     }
     let c = cluster(1, "Name=gpu File=@DEV@/nvidia[0-39]\n", "gpu:40");
-    wide_node_keeps_health(&c, 40, 35, &[20, 19]);
+    keeps_health(&c, 40, 35, &["gpu:20", "gpu:19"]);
 }
 
-/// On n1 of `gpus` GPUs, GPU `bad` published faulty (gputopo only): jobs of `sizes` GPUs
-/// (one short of the node) all run, none gets `bad`; then a 1-GPU job waits (gputopo) or
-/// takes `bad` (stock cons_tres, printed for comparison).
-fn wide_node_keeps_health(c: &Cluster, gpus: usize, bad: usize, sizes: &[usize]) {
+/// On n1 of `gpus` GPUs, GPU `bad` published faulty (gputopo only): jobs asking `gres`
+/// (together one short of the node) all run, none gets `bad`; then a 1-GPU job waits
+/// (gputopo) or takes `bad` (stock cons_tres, printed for comparison).
+fn keeps_health(c: &Cluster, gpus: usize, bad: usize, gres: &[&str]) {
     if gputopo() {
         let extra = format!("Extra={}", extra_with_faulty(gpus, bad));
         c.ok("scontrol", &["update", "NodeName=n1", &extra]);
     }
-    let jobs: Vec<u32> = sizes
-        .iter()
-        .map(|k| submit(c, &format!("gpu:{k}")))
-        .collect();
+    let jobs: Vec<u32> = gres.iter().map(|g| submit(c, g)).collect();
     let got = all_running(c, &jobs);
     let used: BTreeSet<usize> = got.iter().flat_map(|g| g.2.iter().copied()).collect();
     eprintln!("select/{}: {gpus}-GPU node picks {got:?}", select());

@@ -342,10 +342,13 @@ impl SteerState {
     /// state in slurmctld, overridden by the agent's published links when
     /// `PreferAgentTopology`; NVSwitch boards, where Slurm's Links are all 0), its published
     /// health, and its GPU types. Cached per node (one entry per node-table slot, so the
-    /// cache is bounded by the node count) and rebuilt when what it is built from changes:
-    /// the GRES state's object and content ([`NodeGres::content_key`]: slurmctld edits it in
-    /// place on re-registration and `scontrol update Gres=`), the node's registration time,
-    /// its `Extra` text, or on `scontrol reconfigure`.
+    /// cache is bounded by the node count) and keyed by content: the digest of what it is
+    /// built from ([`NodeGres::content_digest`]), the node's cores per socket and its
+    /// `Extra` text. The digest reads every record, so it is computed only when the node's
+    /// cheap signature moved (GRES state object and shape, [`NodeGres::content_key`], and
+    /// registration time: slurmctld edits the GRES state in place on re-registration and
+    /// `scontrol update Gres=`); a moved signature with the same digest keeps the model.
+    /// `scontrol reconfigure` drops every model.
     pub fn model(
         &self,
         node: &NodeView<'_>,
@@ -354,23 +357,31 @@ impl SteerState {
     ) -> Option<Arc<NodeModel>> {
         let key = node.index().0;
         let extra = node.extra();
-        let content = (
-            gres.id(),
-            gres.content_key(),
-            node.registration(),
-            node.cores_per_socket(),
-        );
+        let signature = (gres.id(), gres.content_key(), node.registration());
+        let mut digest = None;
         {
-            let map = self.models.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(e) = map.get(&key) {
-                if e.content == content && e.extra.as_deref() == extra.as_deref() {
+            let mut map = self.models.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(e) = map
+                .get_mut(&key)
+                .filter(|e| e.extra.as_deref() == extra.as_deref())
+            {
+                if e.signature == signature {
                     return Some(Arc::clone(&e.model));
                 }
+                // The cheap signature moved (a re-registration, a restart, an edit): compare
+                // what the model is built from, and rebuild only if that changed.
+                let d = (gres.content_digest(), node.cores_per_socket());
+                if e.content == d {
+                    e.signature = signature;
+                    return Some(Arc::clone(&e.model));
+                }
+                digest = Some(d);
             }
         }
         if super::wide::is_wide(gres) {
             return None; // health only, in super::wide
         }
+        let content = digest.unwrap_or_else(|| (gres.content_digest(), node.cores_per_socket()));
         let health = self.node_health(node);
         let agent = health.as_deref().filter(|_| prefer_agent);
         let topo = build_topology(node, &gres.gpu_cores(), gres.links().as_deref(), agent)?;
@@ -398,6 +409,7 @@ impl SteerState {
             .insert(
                 key,
                 ModelEntry {
+                    signature,
                     content,
                     extra: extra.map(std::borrow::Cow::into_owned),
                     model: Arc::clone(&model),
@@ -444,9 +456,13 @@ impl NodeModel {
 
 #[derive(Debug)]
 struct ModelEntry {
-    /// What the model was built from: GRES state object and content, the node's last
-    /// registration, its cores per socket.
-    content: (usize, u64, (crate::ffi::time_t, crate::ffi::time_t), usize),
+    /// When to look again: the GRES state object, its shape ([`NodeGres::content_key`]) and
+    /// the node's last registration. Read on every call (a few words).
+    signature: (usize, u64, (crate::ffi::time_t, crate::ffi::time_t)),
+    /// What the model was built from, by content ([`NodeGres::content_digest`]: GPU count,
+    /// topology records, types, `Links=`) and the node's cores per socket; compared only
+    /// when the signature moved.
+    content: (u64, usize),
     extra: Option<String>,
     model: Arc<NodeModel>,
 }
