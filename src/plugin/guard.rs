@@ -94,5 +94,55 @@ mod tests {
             -1
         );
         assert!(is_degraded());
+        after_a_panic_job_test_withholds_known_faulty_nodes();
+    }
+
+    /// Issue 14 item 3: after a panic in the decision code, `select_p_job_test` still keeps
+    /// the faulty GPUs gputopo knew out of service (their nodes are withheld from cons_tres),
+    /// says so at error level once and counts every such call. Runs after the panic above
+    /// (`is_degraded` is process-wide, so the two share one test).
+    fn after_a_panic_job_test_withholds_known_faulty_nodes() {
+        use crate::ffi;
+        use crate::plugin::steer::{degraded, state::SteerState};
+        use crate::slurm::EntryPtr;
+        use crate::slurm::bitmap::{Bitmap, BitmapRef, NodeIndex};
+        use std::cell::RefCell;
+        use std::sync::atomic::Ordering;
+
+        let st = SteerState::new(gputopo_core::config::SelectConfig::default());
+        st.note_faulty(3, gputopo_core::WideSet::from_iter([70]));
+        st.note_faulty(5, gputopo_core::WideSet::new());
+        let mut nodes: Bitmap<NodeIndex> = Bitmap::new(8).expect("bit_alloc");
+        for n in 0..8 {
+            nodes.set(NodeIndex(n)).unwrap();
+        }
+        let raw = nodes.into_raw();
+        let offered = RefCell::new(Vec::new());
+        let forward = || {
+            // SAFETY: raw is the live bitmap allocated above, freed only at the end.
+            let b = unsafe { BitmapRef::<NodeIndex>::from_raw(raw) }.expect("non-null");
+            offered.replace(b.iter_set().map(|n| n.0).collect());
+            0
+        };
+        for mode in [ffi::SELECT_MODE_RUN_NOW, ffi::SELECT_MODE_WILL_RUN] {
+            // SAFETY: raw is live for this call.
+            let arg = unsafe { EntryPtr::new(raw) };
+            assert_eq!(degraded::job_test(&st, forward, arg, mode as u16), 0);
+            assert_eq!(*offered.borrow(), [0, 1, 2, 4, 5, 6, 7], "node 3 withheld");
+        }
+        assert_eq!(st.stats.degraded_calls.load(Ordering::Relaxed), 2);
+        // TEST_ONLY ("could it ever run") is forwarded untouched and not counted.
+        // SAFETY: as above.
+        let mut raw_mut = unsafe { crate::slurm::bitmap::BitmapMut::<NodeIndex>::from_raw(raw) }
+            .expect("non-null");
+        raw_mut.set(NodeIndex(3)).unwrap();
+        // SAFETY: as above.
+        let arg = unsafe { EntryPtr::new(raw) };
+        degraded::job_test(&st, forward, arg, ffi::SELECT_MODE_TEST_ONLY as u16);
+        assert_eq!(offered.borrow().len(), 8);
+        assert_eq!(st.stats.degraded_calls.load(Ordering::Relaxed), 2);
+        let mut raw = raw;
+        // SAFETY: frees the bitmap allocated above; no view is used afterwards.
+        unsafe { ffi::slurm_bit_free(&mut raw) };
     }
 }

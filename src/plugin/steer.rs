@@ -21,6 +21,7 @@ pub mod gpus;
 pub mod nodes;
 pub mod run;
 pub mod state;
+pub mod wide;
 
 use std::ffi::c_int;
 

@@ -5,13 +5,14 @@
 //! `slurm_bit_free`. Indices are typed ([`NodeIndex`], [`GpuIndex`]) so node and GPU bits never
 //! mix, and every index is checked against `bit_size` before the C call (Slurm's own
 //! `bit_test` asserts, which would abort slurmctld). Only `slurm_bit_*` functions touch the
-//! bits: `bitstr_t` has a private header. [`BitmapRef::to_gpu_set`] and
-//! [`BitmapMut::write_gpu_set`] are the only bridge to the core's `GpuSet`.
+//! bits: `bitstr_t` has a private header. [`BitmapRef::to_gpu_set`]/[`BitmapRef::to_wide_set`]
+//! and [`BitmapMut::write_gpu_set`]/[`BitmapMut::write_wide_set`] are the only bridge to the
+//! core's `GpuSet` and `WideSet`.
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use gputopo_core::GpuSet;
+use gputopo_core::{GpuSet, WideSet};
 
 use crate::ffi;
 use crate::slurm::SlurmError;
@@ -176,6 +177,11 @@ impl BitmapRef<'_, GpuIndex> {
             .filter(|g| *g < gputopo_core::gpuset::MAX_GPUS)
             .collect()
     }
+
+    /// The set GPU indices as a core `WideSet` (every index: nodes of any size).
+    pub fn to_wide_set(&self) -> WideSet {
+        self.iter_set().map(|g| g.0).collect()
+    }
 }
 
 /// A bitmap owned by Slurm, borrowed for writing.
@@ -208,12 +214,28 @@ impl BitmapMut<'_, GpuIndex> {
     /// [`SlurmError::OutOfBounds`] when `set` names a GPU beyond the bitmap; the bitmap is then
     /// left unchanged.
     pub fn write_gpu_set(&mut self, set: GpuSet) -> Result<(), SlurmError> {
+        self.write_members(set.iter().last(), |g| set.contains(g))
+    }
+
+    /// [`Self::write_gpu_set`] for a set of any width (nodes beyond `GpuSet`'s 32 GPUs).
+    ///
+    /// # Errors
+    /// As [`Self::write_gpu_set`].
+    pub fn write_wide_set(&mut self, set: &WideSet) -> Result<(), SlurmError> {
+        self.write_members(set.last(), |g| set.contains(g))
+    }
+
+    fn write_members(
+        &mut self,
+        last: Option<usize>,
+        contains: impl Fn(usize) -> bool,
+    ) -> Result<(), SlurmError> {
         let size = self.len();
-        if let Some(bad) = set.iter().find(|g| *g >= size) {
+        if let Some(bad) = last.filter(|g| *g >= size) {
             return Err(SlurmError::OutOfBounds { index: bad, size });
         }
         for bit in 0..size {
-            self.bits.put(bit, set.contains(bit))?;
+            self.bits.put(bit, contains(bit))?;
         }
         Ok(())
     }
@@ -286,6 +308,7 @@ mod tests {
         let read = unsafe { BitmapRef::<GpuIndex>::from_raw(raw) }.expect("non-null");
         assert_eq!(read.to_gpu_set(), GpuSet::from_iter([0, 3]));
         assert_eq!(read.count(), 2);
+        assert_eq!(read.to_wide_set(), WideSet::from_iter([0, 3]));
         let mut raw = raw;
         // SAFETY: frees the bitmap allocated above; no view is used afterwards.
         unsafe { ffi::slurm_bit_free(&mut raw) };

@@ -13,12 +13,15 @@
 
 use std::ffi::CStr;
 
-use gputopo_core::GpuSet;
+use gputopo_core::{GpuSet, WideSet};
 
 use crate::ffi;
 use crate::slurm::SlurmError;
 use crate::slurm::bitmap::{BitIndex, Bitmap, BitmapMut, BitmapRef, GpuIndex, NodeIndex};
 use crate::slurm::list::ListRef;
+
+mod digest;
+mod wide;
 
 /// The GRES name gputopo decides for.
 pub const GPU: &str = "gpu";
@@ -137,23 +140,22 @@ impl JobGres<'_> {
     /// The GPUs cons_tres selected on `node` (`gres_bit_select[node]`), `None` when it
     /// selected none there or kept no bitmap.
     pub fn selected(&self, node: NodeIndex) -> Option<GpuSet> {
+        self.selection(node).map(|b| b.to_gpu_set())
+    }
+
+    /// `gres_bit_select[node]`, borrowed.
+    fn selection(&self, node: NodeIndex) -> Option<BitmapRef<'_, GpuIndex>> {
         let js = self.js();
         // SAFETY: gres_bit_select has total_node_cnt entries when non-null
         // (gres_select_filter.c allocates it with that size).
         let bits = unsafe { array_get(js.gres_bit_select, self.select_len(), node.0) }?;
-        // SAFETY: a live bitmap owned by the job gres state during 'a.
-        let bits = unsafe { BitmapRef::<GpuIndex>::from_raw(*bits) }?;
-        Some(bits.to_gpu_set())
+        // SAFETY: a live bitmap owned by the job gres state during the borrow of `self`.
+        unsafe { BitmapRef::<GpuIndex>::from_raw(*bits) }
     }
 
     /// `gres_bit_select[node]`'s size: the node's GPU count as cons_tres saw it.
     pub fn selected_width(&self, node: NodeIndex) -> Option<usize> {
-        let js = self.js();
-        // SAFETY: as in `selected`.
-        let bits = unsafe { array_get(js.gres_bit_select, self.select_len(), node.0) }?;
-        // SAFETY: as in `selected`.
-        let bits = unsafe { BitmapRef::<GpuIndex>::from_raw(*bits) }?;
-        Some(bits.len())
+        self.selection(node).map(|b| b.len())
     }
 
     /// `gres_cnt_node_select[node]`: how many GPUs the job gets on `node`.
@@ -175,12 +177,15 @@ impl JobGres<'_> {
     /// [`SlurmError::OutOfBounds`] when there is no selection bitmap for `node` or `set` does
     /// not fit it; [`SlurmError::UnexpectedValue`] when `set` has a different size than the
     /// current selection. Nothing is written then.
-    pub fn write_selected(&mut self, node: NodeIndex, set: GpuSet) -> Result<(), SlurmError> {
-        let old = self.selected(node).ok_or(SlurmError::OutOfBounds {
-            index: node.0,
-            size: self.select_len(),
-        })?;
-        if old.len() != set.len() {
+    pub fn write_selected(&mut self, node: NodeIndex, set: &WideSet) -> Result<(), SlurmError> {
+        let old = self
+            .selection(node)
+            .map(|b| b.count())
+            .ok_or(SlurmError::OutOfBounds {
+                index: node.0,
+                size: self.select_len(),
+            })?;
+        if old != set.len() {
             return Err(SlurmError::UnexpectedValue(set.len() as i64));
         }
         let js = self.js();
@@ -195,7 +200,7 @@ impl JobGres<'_> {
                 index: node.0,
                 size: self.select_len(),
             })?;
-        bits.write_gpu_set(set)
+        bits.write_wide_set(set)
     }
 }
 
@@ -218,10 +223,10 @@ impl JobGres<'_> {
         &mut self,
         node: NodeIndex,
         width: usize,
-        set: GpuSet,
+        set: &WideSet,
     ) -> Result<(), SlurmError> {
         let n = self.select_len();
-        if node.0 >= n || set.iter().any(|g| g >= width) {
+        if node.0 >= n || set.last().is_some_and(|g| g >= width) {
             return Err(SlurmError::OutOfBounds {
                 index: node.0,
                 size: n,
@@ -272,7 +277,7 @@ impl JobGres<'_> {
                 index: node.0,
                 size: n,
             })?;
-        bits.write_gpu_set(set)
+        bits.write_wide_set(set)
     }
 }
 
@@ -385,6 +390,25 @@ impl<'a> NodeGres<'a> {
 
     /// The topology records (`topo_*[0..topo_cnt]`).
     pub fn topo(&self) -> Vec<TopoRecord<'a>> {
+        self.topo_raw()
+            .into_iter()
+            .map(|(g, cores, type_id)| TopoRecord {
+                gpus: g.map(|p| self.bits(p)).unwrap_or_default(),
+                cores,
+                type_id,
+            })
+            .collect()
+    }
+
+    /// (GPU bitmap, core bitmap, type id) per topology record.
+    #[allow(clippy::type_complexity)]
+    fn topo_raw(
+        &self,
+    ) -> Vec<(
+        Option<*mut ffi::bitstr_t>,
+        Option<BitmapRef<'a, CoreIndex>>,
+        u32,
+    )> {
         let n = usize::from(self.ns.topo_cnt);
         (0..n)
             .map(|i| {
@@ -395,12 +419,9 @@ impl<'a> NodeGres<'a> {
                 let cbits = unsafe { array_get(self.ns.topo_core_bitmap, n, i) }.copied();
                 // SAFETY: as above.
                 let type_id = unsafe { array_get(self.ns.topo_type_id, n, i) }.copied();
-                TopoRecord {
-                    gpus: gbits.map(|p| self.bits(p)).unwrap_or_default(),
-                    // SAFETY: a core bitmap owned by this node gres state, alive for 'a.
-                    cores: cbits.and_then(|p| unsafe { BitmapRef::from_raw(p) }),
-                    type_id: type_id.unwrap_or(0),
-                }
+                // SAFETY: a core bitmap owned by this node gres state, alive for 'a.
+                let cores = cbits.and_then(|p| unsafe { BitmapRef::from_raw(p) });
+                (gbits, cores, type_id.unwrap_or(0))
             })
             .collect()
     }

@@ -239,12 +239,26 @@ impl Config {
     /// # Errors
     /// [`ConfigError`] when the file exists but cannot be read or parsed.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        Config::load_with_text(path).map(|(c, _)| c)
+    }
+
+    /// [`Config::load`], also returning the text it parsed (empty for a missing file), so a
+    /// caller that keeps a copy of the last good file reads it once.
+    ///
+    /// # Errors
+    /// As [`Config::load`].
+    pub fn load_with_text(path: &Path) -> Result<(Config, String), ConfigError> {
         match std::fs::read_to_string(path) {
-            Ok(text) => Config::parse(&text).map_err(|source| ConfigError::Parse {
-                path: path.to_path_buf(),
-                source,
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Ok(text) => match Config::parse(&text) {
+                Ok(c) => Ok((c, text)),
+                Err(source) => Err(ConfigError::Parse {
+                    path: path.to_path_buf(),
+                    source,
+                }),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Ok((Config::default(), String::new()))
+            }
             Err(source) => Err(ConfigError::Io {
                 path: path.to_path_buf(),
                 source,

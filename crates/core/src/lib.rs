@@ -6,6 +6,7 @@
 //! Slurm structs and NVML answers into the types defined here, call in, and write the answer back.
 //!
 //! - [`gpuset`]: [`GpuSet`], a bitmask of GPU indices on one node (Slurm's GRES index order).
+//! - [`wideset`]: [`WideSet`], the same for nodes of any size (health beyond [`GpuSet`]'s 32).
 //! - [`cpulist`]: Slurm/Linux CPU list syntax (`0-15,32`), used by `Cores=`.
 //! - [`keyvalue`]: Slurm's `Key=Value` line syntax shared by every parser.
 //! - [`topology`]: [`NodeTopology`], the interconnect model of one node (NVLink counts with
@@ -37,6 +38,8 @@ pub mod priority;
 pub mod sim;
 pub mod steer;
 pub mod topology;
+pub mod wideset;
 
 pub use gpuset::GpuSet;
 pub use topology::{Gpu, Link, NodeTopology, PcieLevel};
+pub use wideset::WideSet;

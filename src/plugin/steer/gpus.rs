@@ -8,12 +8,13 @@
 //! again. Nodes where cons_tres selected GPUs that are allocated (it plans to preempt their
 //! jobs) are left alone: the job does not start in this cycle anyway.
 
-use gputopo_core::GpuSet;
 use gputopo_core::config::SelectConfig;
 use gputopo_core::steer::repick::{Constraints, Decision, NodeInput, repick};
 use gputopo_core::steer::{HealthMasks, Prepared, first_fit};
+use gputopo_core::{GpuSet, WideSet};
 
 use crate::plugin::steer::state::{Stats, SteerState, health_masks};
+use crate::plugin::steer::wide::{self, OnNode, Repick};
 use crate::slurm::bitmap::NodeIndex;
 use crate::slurm::gres::GPU;
 use crate::slurm::job::JobView;
@@ -35,7 +36,7 @@ pub enum JobRepick {
 struct Write {
     request: usize,
     node: NodeIndex,
-    set: GpuSet,
+    set: WideSet,
     /// On a node without topology records: the node's GPU count (the bitmap's width), as
     /// cons_tres left a count only ([`crate::slurm::gres::JobGres::write_count_only`]).
     count_only: Option<usize>,
@@ -63,7 +64,13 @@ pub fn repick_job(
     let mut exclude: Vec<NodeIndex> = Vec::new();
     // GPUs this job already holds per node through an earlier gpu request (typed requests
     // such as --gres=gpu:a:1,gpu:b:1 are separate list entries).
-    let mut taken: Vec<(NodeIndex, GpuSet)> = Vec::new();
+    let mut taken: Vec<(NodeIndex, WideSet)> = Vec::new();
+    let taken_on = |taken: &[(NodeIndex, WideSet)], ni: NodeIndex| {
+        taken
+            .iter()
+            .filter(|(n, _)| *n == ni)
+            .fold(WideSet::new(), |a, (_, s)| a.union(s))
+    };
     for (ri, req) in requests.iter().enumerate() {
         if req.name() != GPU {
             continue;
@@ -74,6 +81,42 @@ pub fn repick_job(
                 continue;
             };
             let Some(ng) = nv.gpus() else { continue };
+            if wide::is_wide(&ng) {
+                let already = taken_on(&taken, ni);
+                let cores = res.cores_on(job_node);
+                let ctx = OnNode {
+                    whole,
+                    stock_only,
+                    binding,
+                    cores: &cores,
+                    taken: &already,
+                };
+                match wide::repick(st, cfg, &nv, &ng, req, &ctx) {
+                    Repick::Keep => {
+                        if let Some(s) = req.selected_wide(ni) {
+                            taken.push((ni, s));
+                        }
+                    }
+                    Repick::Write { set, count_only } => {
+                        emit(
+                            cfg.log_decisions,
+                            &format!(
+                                "decision JobId={job_id} node={} chose {set} (health, beyond the topology model)",
+                                nv.name()
+                            ),
+                        );
+                        writes.push(Write {
+                            request: ri,
+                            node: ni,
+                            set: set.clone(),
+                            count_only,
+                        });
+                        taken.push((ni, set));
+                    }
+                    Repick::Exclude => exclude.push(ni),
+                }
+                continue;
+            }
             let Some(model) = st.model(&nv, &ng, cfg.prefer_agent_topology) else {
                 continue;
             };
@@ -86,10 +129,7 @@ pub fn repick_job(
                 if count == 0 {
                     continue;
                 }
-                let already = taken
-                    .iter()
-                    .filter(|(n, _)| *n == ni)
-                    .fold(GpuSet::EMPTY, |a, (_, s)| a.union(*s));
+                let already = taken_on(&taken, ni).narrow();
                 let free = model
                     .topo
                     .all()
@@ -104,10 +144,10 @@ pub fn repick_job(
                         writes.push(Write {
                             request: ri,
                             node: ni,
-                            set,
+                            set: set.into(),
                             count_only: Some(ng.count()),
                         });
-                        taken.push((ni, set));
+                        taken.push((ni, set.into()));
                     }
                     None => exclude.push(ni),
                 }
@@ -130,10 +170,7 @@ pub fn repick_job(
             if !stock.intersection(node_alloc).is_empty() {
                 continue; // preemption planned: not this cycle's allocation
             }
-            let already = taken
-                .iter()
-                .filter(|(n, _)| *n == ni)
-                .fold(GpuSet::EMPTY, |a, (_, s)| a.union(*s));
+            let already = taken_on(&taken, ni).narrow();
             let cores = res.cores_on(job_node);
             let near = ng.near_cores(&cores);
             let input = NodeInput {
@@ -163,7 +200,7 @@ pub fn repick_job(
                     writes.push(Write {
                         request: ri,
                         node: ni,
-                        set,
+                        set: set.into(),
                         count_only: None,
                     });
                     set
@@ -174,7 +211,7 @@ pub fn repick_job(
                 }
                 Decision::Keep(_) => stock,
             };
-            taken.push((ni, final_set));
+            taken.push((ni, final_set.into()));
             log_decision(cfg, job_id.0, nv.name(), &input, &decision, req.type_name());
         }
     }
@@ -188,8 +225,8 @@ pub fn repick_job(
     for w in &writes {
         let req = &mut requests[w.request];
         let written = match w.count_only {
-            Some(width) => req.write_count_only(w.node, width, w.set),
-            None => req.write_selected(w.node, w.set),
+            Some(width) => req.write_count_only(w.node, width, &w.set),
+            None => req.write_selected(w.node, &w.set),
         };
         match written {
             Ok(()) => replaced += 1,

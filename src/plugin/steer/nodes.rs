@@ -128,6 +128,22 @@ fn candidates(facts: &[NodeFacts]) -> Vec<Candidate<'_>> {
         .collect()
 }
 
+/// The pre-filter's need per node and basis: a whole-node job would receive every GPU (a
+/// single faulty one rules the node out: `usize::MAX`); RUN_NOW counts free GPUs.
+pub fn filter_rule(need: GpuNeed, run_now: bool, whole_node: bool) -> (usize, Basis) {
+    let per_node = if whole_node {
+        usize::MAX
+    } else {
+        need.per_node
+    };
+    let basis = if run_now {
+        Basis::FreeNow
+    } else {
+        Basis::Total
+    };
+    (per_node, basis)
+}
+
 /// The health pre-filter: node indices to drop (with a log line each).
 pub fn unhealthy(
     facts: &[NodeFacts],
@@ -139,17 +155,7 @@ pub fn unhealthy(
 ) -> Vec<NodeIndex> {
     let required: Vec<usize> = required.iter().map(|n| n.0).collect();
     let cands = candidates(facts);
-    // A whole-node job would receive every GPU: a single faulty one rules the node out.
-    let per_node = if whole_node {
-        usize::MAX
-    } else {
-        need.per_node
-    };
-    let basis = if run_now {
-        Basis::FreeNow
-    } else {
-        Basis::Total
-    };
+    let (per_node, basis) = filter_rule(need, run_now, whole_node);
     narrow::health_filter(&cands, per_node, basis, &required)
         .dropped
         .into_iter()

@@ -21,6 +21,7 @@ use crate::ffi;
 use crate::plugin::steer::gpus::{JobRepick, repick_job};
 use crate::plugin::steer::nodes::{self, MAX_TRIES, NodeFacts};
 use crate::plugin::steer::state::{Stats, SteerState};
+use crate::plugin::steer::wide;
 use crate::slurm::bitmap::{BitmapMut, NodeIndex};
 use crate::slurm::job::JobView;
 use gputopo_core::steer::tries;
@@ -108,7 +109,12 @@ fn steer(
     let required = job.required_nodes();
     let whole = job.whole_node();
     let mut excluded: Vec<NodeIndex> = if cfg.health_aware {
-        nodes::unhealthy(&facts, need, run_now, whole, &required, job.id().0)
+        let mut out = nodes::unhealthy(&facts, need, run_now, whole, &required, job.id().0);
+        let rule = nodes::filter_rule(need, run_now, whole);
+        out.extend(wide::unhealthy(
+            st, &cfg, job, &opaque, need, rule, &required,
+        ));
+        out
     } else {
         Vec::new()
     };

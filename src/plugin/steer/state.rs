@@ -9,9 +9,8 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, mpsc};
 
-use gputopo_core::GpuSet;
 use gputopo_core::config::{Config, SelectConfig};
 use gputopo_core::health::{NodeHealth, Parsed, Status, read_extra};
 use gputopo_core::placement::TopoHandle;
@@ -20,6 +19,7 @@ use gputopo_core::steer::HealthMasks;
 use gputopo_core::steer::health_cache::{HealthCache, Lookup};
 use gputopo_core::topology::NodeTopology;
 use gputopo_core::topology::gres_model::from_slurm;
+use gputopo_core::{GpuSet, WideSet};
 
 use crate::slurm::gres::NodeGres;
 use crate::slurm::node::NodeView;
@@ -91,7 +91,7 @@ pub struct SteerState {
     health: Mutex<HealthCache<Arc<Parsed>>>,
     models: Mutex<HashMap<usize, ModelEntry>>,
     /// Faulty GPUs per node index, as last read (kept for the degraded path after a panic).
-    faulty: Mutex<HashMap<usize, GpuSet>>,
+    faulty: Mutex<HashMap<usize, WideSet>>,
     /// Nodes already reported as too large to model (one log line per node).
     unmodelled: Mutex<HashSet<String>>,
     /// The placement engine (interns per-topology tables).
@@ -109,15 +109,7 @@ static STATE: OnceLock<SteerState> = OnceLock::new();
 
 /// The state, built on first use (config read then).
 pub fn state() -> &'static SteerState {
-    STATE.get_or_init(|| SteerState {
-        config: RwLock::new(load_config(None)),
-        health: Mutex::new(HealthCache::new()),
-        models: Mutex::new(HashMap::new()),
-        unmodelled: Mutex::new(HashSet::new()),
-        faulty: Mutex::new(HashMap::new()),
-        engine: Gputopo::new(),
-        stats: Stats::default(),
-    })
+    STATE.get_or_init(|| SteerState::new(load_config(None)))
 }
 
 /// `select_p_reconfigure`: refresh the state if it exists (24.11 also calls this right after
@@ -142,8 +134,8 @@ fn config_path() -> PathBuf {
 /// `None` for a bad file, logged as an error.
 fn read_config() -> Option<SelectConfig> {
     let path = config_path();
-    match Config::load(&path) {
-        Ok(c) => {
+    match Config::load_with_text(&path) {
+        Ok((c, text)) => {
             log::info!(
                 "select config from {}: HealthAware={} TopologyAware={} NodeRanking={} DegradedLast={} PreferAgentTopology={} LogDecisions={}",
                 path.display(),
@@ -154,7 +146,7 @@ fn read_config() -> Option<SelectConfig> {
                 yes(c.select.prefer_agent_topology),
                 yes(c.select.log_decisions),
             );
-            save_last_good(&std::fs::read_to_string(&path).unwrap_or_default());
+            save_last_good(text);
             Some(c.select)
         }
         Err(e) => {
@@ -170,13 +162,48 @@ fn last_good_path() -> Option<PathBuf> {
     crate::slurm::conf::state_save_location().map(|d| d.join("gputopo.conf.last-good"))
 }
 
-/// Written to a temporary name and renamed, so a crash never leaves a truncated copy.
-fn save_last_good(text: &str) {
+/// Hands `text` to the saver thread ([`saver`]): the hooks run under slurmctld's locks,
+/// where no file is written.
+fn save_last_good(text: String) {
     let Some(path) = last_good_path() else { return };
-    let tmp = path.with_extension("last-good.tmp");
-    if let Err(e) = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &path)) {
-        log::debug!("cannot save {}: {e}", path.display());
+    let sent = saver().and_then(|tx| {
+        tx.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send((path, text))
+            .ok()
+    });
+    if sent.is_none() {
+        log::debug!("cannot save the last good gputopo.conf: no saver thread");
     }
+}
+
+/// Where the saver thread takes (file, text) pairs from.
+type SaveQueue = mpsc::Sender<(PathBuf, String)>;
+
+/// The plugin's own thread that writes the last good gputopo.conf, in order (a later copy
+/// never overtaken by an earlier one), each to a temporary name and renamed, so a crash
+/// never leaves a truncated copy. Started on first use; `None` if it cannot start.
+fn saver() -> Option<&'static Mutex<SaveQueue>> {
+    static SAVER: OnceLock<Option<Mutex<SaveQueue>>> = OnceLock::new();
+    SAVER
+        .get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<(PathBuf, String)>();
+            std::thread::Builder::new()
+                .name("gputopo-conf".into())
+                .spawn(move || {
+                    for (path, text) in rx {
+                        let tmp = path.with_extension("last-good.tmp");
+                        let wrote =
+                            std::fs::write(&tmp, &text).and_then(|()| std::fs::rename(&tmp, &path));
+                        if let Err(e) = wrote {
+                            log::debug!("cannot save {}: {e}", path.display());
+                        }
+                    }
+                })
+                .ok()
+                .map(|_| Mutex::new(tx))
+        })
+        .as_ref()
 }
 
 /// The settings saved by the last good read, if any.
@@ -205,6 +232,19 @@ fn yes(b: bool) -> &'static str {
 }
 
 impl SteerState {
+    /// Empty caches and counters with the settings `config`.
+    pub fn new(config: SelectConfig) -> Self {
+        SteerState {
+            config: RwLock::new(config),
+            health: Mutex::new(HealthCache::new()),
+            models: Mutex::new(HashMap::new()),
+            unmodelled: Mutex::new(HashSet::new()),
+            faulty: Mutex::new(HashMap::new()),
+            engine: Gputopo::new(),
+            stats: Stats::default(),
+        }
+    }
+
     /// The current switches.
     pub fn config(&self) -> SelectConfig {
         self.config
@@ -229,7 +269,7 @@ impl SteerState {
     /// The node's published health (parsed once per `Extra` change). A bad value keeps the
     /// node's last good health (health fails closed); each distinct bad value and each
     /// partial record is logged once at error level.
-    fn node_health(&self, node: &NodeView<'_>) -> Option<Arc<NodeHealth>> {
+    pub(super) fn node_health(&self, node: &NodeView<'_>) -> Option<Arc<NodeHealth>> {
         let mut cache = self.health.lock().unwrap_or_else(PoisonError::into_inner);
         let extra = node.extra();
         let parse = |s: &str| read_extra(s).map(|p| p.map(Arc::new));
@@ -275,16 +315,24 @@ impl SteerState {
             .collect()
     }
 
-    /// Reports once per node that it has more GPUs than gputopo models: cons_tres alone
-    /// schedules it, and published health cannot be applied there.
-    fn note_unmodelled(&self, node: &str, gpus: usize) {
+    /// Remembers node `index`'s faulty GPUs for the degraded path ([`Self::known_faulty_nodes`]).
+    pub(crate) fn note_faulty(&self, index: usize, faulty: WideSet) {
+        self.faulty
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(index, faulty);
+    }
+
+    /// Reports once per node that it has more GPUs than gputopo's topology model: cons_tres
+    /// places jobs there alone, and only published health is applied (`super::wide`).
+    pub(super) fn note_unmodelled(&self, node: &str, gpus: usize) {
         let mut seen = self
             .unmodelled
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         if seen.insert(node.to_string()) {
-            log::error!(
-                "node {node}: {gpus} GPUs, more than the {} gputopo models; cons_tres alone schedules it and its published health is not applied",
+            log::warn!(
+                "node {node}: {gpus} GPUs, more than the {} gputopo models; cons_tres places jobs there alone, and gputopo applies only its published health",
                 gputopo_core::gpuset::MAX_GPUS
             );
         }
@@ -294,10 +342,13 @@ impl SteerState {
     /// state in slurmctld, overridden by the agent's published links when
     /// `PreferAgentTopology`; NVSwitch boards, where Slurm's Links are all 0), its published
     /// health, and its GPU types. Cached per node (one entry per node-table slot, so the
-    /// cache is bounded by the node count) and rebuilt when what it is built from changes:
-    /// the GRES state's object and content ([`NodeGres::content_key`]: slurmctld edits it in
-    /// place on re-registration and `scontrol update Gres=`), the node's registration time,
-    /// its `Extra` text, or on `scontrol reconfigure`.
+    /// cache is bounded by the node count) and keyed by content: the digest of what it is
+    /// built from ([`NodeGres::content_digest`]), the node's cores per socket and its
+    /// `Extra` text. The digest reads every record, so it is computed only when the node's
+    /// cheap signature moved (GRES state object and shape, [`NodeGres::content_key`], and
+    /// registration time: slurmctld edits the GRES state in place on re-registration and
+    /// `scontrol update Gres=`); a moved signature with the same digest keeps the model.
+    /// `scontrol reconfigure` drops every model.
     pub fn model(
         &self,
         node: &NodeView<'_>,
@@ -306,35 +357,42 @@ impl SteerState {
     ) -> Option<Arc<NodeModel>> {
         let key = node.index().0;
         let extra = node.extra();
-        let content = (
-            gres.id(),
-            gres.content_key(),
-            node.registration(),
-            node.cores_per_socket(),
-        );
+        let signature = (gres.id(), gres.content_key(), node.registration());
+        let mut digest = None;
         {
-            let map = self.models.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(e) = map.get(&key) {
-                if e.content == content && e.extra.as_deref() == extra.as_deref() {
+            let mut map = self.models.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(e) = map
+                .get_mut(&key)
+                .filter(|e| e.extra.as_deref() == extra.as_deref())
+            {
+                if e.signature == signature {
                     return Some(Arc::clone(&e.model));
                 }
+                // The cheap signature moved (a re-registration, a restart, an edit): compare
+                // what the model is built from, and rebuild only if that changed.
+                let d = (gres.content_digest(), node.cores_per_socket());
+                if e.content == d {
+                    e.signature = signature;
+                    return Some(Arc::clone(&e.model));
+                }
+                digest = Some(d);
             }
         }
-        if gres.count() > gputopo_core::gpuset::MAX_GPUS {
-            self.note_unmodelled(node.name(), gres.count());
-            return None;
+        if super::wide::is_wide(gres) {
+            return None; // health only, in super::wide
         }
+        let content = digest.unwrap_or_else(|| (gres.content_digest(), node.cores_per_socket()));
         let health = self.node_health(node);
         let agent = health.as_deref().filter(|_| prefer_agent);
         let topo = build_topology(node, &gres.gpu_cores(), gres.links().as_deref(), agent)?;
         let types: Vec<(u32, GpuSet)> = gres.topo().iter().map(|t| (t.type_id, t.gpus)).collect();
-        let faulty = health
-            .as_deref()
-            .map_or(GpuSet::EMPTY, |h| h.with_status(Status::Faulty));
-        self.faulty
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, faulty);
+        self.note_faulty(
+            key,
+            health
+                .as_deref()
+                .map(|h| h.with_status_wide(Status::Faulty))
+                .unwrap_or_default(),
+        );
         let tables = self.engine.handle(&topo);
         let model = Arc::new(NodeModel {
             topo: Arc::new(topo),
@@ -351,6 +409,7 @@ impl SteerState {
             .insert(
                 key,
                 ModelEntry {
+                    signature,
                     content,
                     extra: extra.map(std::borrow::Cow::into_owned),
                     model: Arc::clone(&model),
@@ -397,9 +456,13 @@ impl NodeModel {
 
 #[derive(Debug)]
 struct ModelEntry {
-    /// What the model was built from: GRES state object and content, the node's last
-    /// registration, its cores per socket.
-    content: (usize, u64, (crate::ffi::time_t, crate::ffi::time_t), usize),
+    /// When to look again: the GRES state object, its shape ([`NodeGres::content_key`]) and
+    /// the node's last registration. Read on every call (a few words).
+    signature: (usize, u64, (crate::ffi::time_t, crate::ffi::time_t)),
+    /// What the model was built from, by content ([`NodeGres::content_digest`]: GPU count,
+    /// topology records, types, `Links=`) and the node's cores per socket; compared only
+    /// when the signature moved.
+    content: (u64, usize),
     extra: Option<String>,
     model: Arc<NodeModel>,
 }
@@ -428,18 +491,15 @@ fn build_topology(
 }
 
 /// Health masks from a node's published verdicts: `faulty` never allocated; `degraded` and
-/// `unknown` last when `degraded_last`.
+/// `unknown` last when `degraded_last` (the rule is [`super::wide::wide_health`]'s, on the
+/// indices the topology model holds).
 pub fn health_masks(health: Option<&NodeHealth>, cfg: &SelectConfig) -> HealthMasks {
-    let Some(h) = health.filter(|_| cfg.health_aware) else {
+    if health.is_none() || !cfg.health_aware {
         return HealthMasks::ALL_OK;
-    };
+    }
+    let w = super::wide::wide_health(health, cfg);
     HealthMasks {
-        faulty: h.with_status(Status::Faulty),
-        degraded: if cfg.degraded_last {
-            h.with_status(Status::Degraded)
-                .union(h.with_status(Status::Unknown))
-        } else {
-            GpuSet::EMPTY
-        },
+        faulty: w.faulty.narrow(),
+        degraded: w.degraded.narrow(),
     }
 }

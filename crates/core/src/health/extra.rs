@@ -36,6 +36,7 @@ mod gpu_list;
 use super::{GpuHealth, Reason, Status};
 use crate::gpuset::{GpuSet, MAX_GPUS};
 use crate::topology::{NodeTopology, PcieLevel};
+use crate::wideset::WideSet;
 
 /// The current format version.
 pub const VERSION: u32 = 1;
@@ -152,8 +153,13 @@ impl NodeHealth {
             .map(|g| g.status)
     }
 
-    /// The GPUs with verdict `status`.
+    /// The GPUs with verdict `status` below [`MAX_GPUS`] (the topology model's range).
     pub fn with_status(&self, status: Status) -> GpuSet {
+        self.with_status_wide(status).narrow()
+    }
+
+    /// The GPUs with verdict `status`, at any index (health on nodes wider than the model).
+    pub fn with_status_wide(&self, status: Status) -> WideSet {
         self.gpus
             .iter()
             .filter(|g| g.status == status)

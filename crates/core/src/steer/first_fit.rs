@@ -6,17 +6,16 @@
 
 use crate::gpuset::GpuSet;
 use crate::steer::HealthMasks;
+use crate::steer::wide::{self, WideHealth};
 
 /// The `count` lowest free GPUs, healthy before degraded, never faulty; `None` when the
 /// non-faulty free GPUs do not make the count (the node must be dropped for this job).
 pub fn pick(free: GpuSet, health: HealthMasks, count: usize) -> Option<GpuSet> {
-    let usable = free.difference(health.faulty);
-    let healthy = usable.difference(health.degraded);
-    let order = healthy
-        .iter()
-        .chain(usable.intersection(health.degraded).iter());
-    let set: GpuSet = order.take(count).collect();
-    (set.len() == count).then_some(set)
+    let health = WideHealth {
+        faulty: health.faulty.into(),
+        degraded: health.degraded.into(),
+    };
+    wide::first_fit(&free.into(), &health, count).map(|s| s.narrow())
 }
 
 #[cfg(test)]

@@ -79,6 +79,29 @@ pub struct Filtered {
     pub dropped: Vec<Dropped>,
 }
 
+/// What the health pre-filter counts on one node (any node size: see [`super::wide`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HealthCounts {
+    /// Non-faulty GPUs of the type, allocated or not.
+    pub have: usize,
+    /// Some GPU of the type is faulty.
+    pub faulty_of_type: bool,
+    /// Free GPUs of the type.
+    pub free: usize,
+    /// Free non-faulty GPUs of the type.
+    pub free_ok: usize,
+}
+
+impl HealthCounts {
+    /// The pre-filter's rule (see [`health_filter`]; `need = usize::MAX`: whole node).
+    pub fn rules_out(&self, need: usize, basis: Basis) -> bool {
+        let whole_node_hit = need == usize::MAX && self.faulty_of_type;
+        let never = self.have < need && need != usize::MAX;
+        let not_now = basis == Basis::FreeNow && self.free >= need && self.free_ok < need;
+        whole_node_hit || never || not_now
+    }
+}
+
 /// Drops candidates that cannot serve the job because of faulty GPUs; busy nodes are
 /// cons_tres's business (it may preempt), so a node is dropped only when:
 ///
@@ -98,14 +121,17 @@ pub fn health_filter(
     let mut out = Filtered::default();
     for c in cands {
         let faulty = c.health.faulty;
-        let have = c.of_type.difference(faulty).len();
-        let whole_node_hit = need == usize::MAX && !faulty.intersection(c.of_type).is_empty();
-        let never = have < need && need != usize::MAX;
-        let not_now = basis == Basis::FreeNow
-            && c.free.len() >= need
-            && c.free.difference(faulty).len() < need;
-        if (whole_node_hit || never || not_now) && !required.contains(&c.node) {
-            out.dropped.push(Dropped { node: c.node, have });
+        let counts = HealthCounts {
+            have: c.of_type.difference(faulty).len(),
+            faulty_of_type: !faulty.intersection(c.of_type).is_empty(),
+            free: c.free.len(),
+            free_ok: c.free.difference(faulty).len(),
+        };
+        if counts.rules_out(need, basis) && !required.contains(&c.node) {
+            out.dropped.push(Dropped {
+                node: c.node,
+                have: counts.have,
+            });
         } else {
             out.kept.push(c.node);
         }

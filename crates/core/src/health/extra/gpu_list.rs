@@ -6,12 +6,13 @@
 //! problem (the plugin logs it) and resolved towards caution:
 //! - an unknown status token reads as [`Status::Unknown`] (used only when needed), never `ok`;
 //! - an index listed twice keeps its most severe verdict, with the reasons of both;
-//! - an index that is not a number below [`MAX_GPUS`] is dropped (there is no GPU to mark).
+//! - an index that is not a number below [`MAX_INDEX`] is dropped (there is no GPU to mark;
+//!   indices above the topology model's 32 are kept: health applies on nodes of any size).
 //!
 //! Unknown fields of an entry (e.g. a device identity a newer agent adds) are ignored.
 
-use crate::gpuset::{GpuSet, MAX_GPUS};
 use crate::health::{Device, GpuHealth, Reason, Status};
+use crate::wideset::{MAX_INDEX, WideSet};
 
 /// One entry as published, before validation.
 #[derive(serde::Deserialize)]
@@ -56,14 +57,14 @@ pub(super) fn lenient_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Opti
 pub(super) fn verdicts(raw: Vec<RawGpu>) -> (Vec<GpuHealth>, Vec<String>) {
     let mut problems = Vec::new();
     let mut gpus: Vec<GpuHealth> = Vec::with_capacity(raw.len());
-    let mut seen = GpuSet::EMPTY;
+    let mut seen = WideSet::new();
     for g in raw {
         let index = match g.i.as_ref().and_then(serde_json::Number::as_u64) {
-            Some(i) if i < MAX_GPUS as u64 => i as usize,
+            Some(i) if i < MAX_INDEX as u64 => i as usize,
             _ => {
                 let shown = g.i.map_or_else(|| "missing".to_string(), |n| n.to_string());
                 problems.push(format!(
-                    "GPU index {shown} is not a number below {MAX_GPUS}; entry ignored"
+                    "GPU index {shown} is not a number below {MAX_INDEX}; entry ignored"
                 ));
                 continue;
             }
@@ -130,7 +131,7 @@ mod tests {
     fn good_entries_survive_bad_ones() {
         let (g, p) = parse(
             r#"[{"i":3,"s":"faulty","r":["ecc_uncorrectable"]},{"i":5,"s":"broken"},
-                {"i":40,"s":"ok"},{"i":-1,"s":"ok"},{"i":1.5,"s":"ok"},{"s":"ok"},
+                {"i":4096,"s":"ok"},{"i":-1,"s":"ok"},{"i":1.5,"s":"ok"},{"s":"ok"},
                 {"i":3,"s":"ok"},{"i":6,"s":"degraded","x":{"pci":"0000:3b:00.0"}}]"#,
         );
         assert_eq!(

@@ -67,7 +67,7 @@ fn partial_records_keep_every_usable_verdict() {
     };
     faulty3(r#"{"gputopo":{"v":1,"gpus":[{"i":3,"s":"faulty"},{"i":0,"s":"weird"}]}}"#);
     faulty3(r#"{"gputopo":{"v":1,"gpus":[{"i":3,"s":"faulty"},{"i":3,"s":"ok"}]}}"#);
-    faulty3(r#"{"gputopo":{"v":1,"gpus":[{"i":3,"s":"faulty"},{"i":99,"s":"ok"}]}}"#);
+    faulty3(r#"{"gputopo":{"v":1,"gpus":[{"i":3,"s":"faulty"},{"i":99999,"s":"ok"}]}}"#);
     let p = faulty3(r#"{"gputopo":{"v":1,"gpus":[{"i":3,"s":"faulty"}],"links":[[0,1]]}}"#);
     assert_eq!(p.health.links, None);
     let p = faulty3(r#"{"gputopo":{"v":1,"gpus":[{"i":3,"s":"faulty"}],"pcie":[[9]]}}"#);
@@ -134,4 +134,23 @@ mod fuzz {
             }
         }
     }
+}
+
+#[test]
+fn indices_beyond_the_topology_model_keep_their_verdict() {
+    let p =
+        read_extra(r#"{"gputopo":{"v":1,"gpus":[{"i":35,"s":"faulty"},{"i":70,"s":"degraded"}]}}"#)
+            .unwrap()
+            .unwrap();
+    assert!(p.problems.is_empty(), "{:?}", p.problems);
+    assert_eq!(
+        p.health.with_status_wide(Status::Faulty),
+        crate::WideSet::from_iter([35])
+    );
+    assert_eq!(
+        p.health.with_status(Status::Faulty),
+        GpuSet::EMPTY,
+        "beyond GpuSet"
+    );
+    assert_eq!(p.health.status(70), Some(Status::Degraded));
 }
