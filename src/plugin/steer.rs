@@ -20,6 +20,7 @@ pub mod degraded;
 pub mod gpus;
 pub mod nodes;
 pub mod run;
+pub mod shared;
 pub mod state;
 
 use std::ffi::c_int;

@@ -20,6 +20,9 @@ use crate::slurm::SlurmError;
 use crate::slurm::bitmap::{BitIndex, Bitmap, BitmapMut, BitmapRef, GpuIndex, NodeIndex};
 use crate::slurm::list::ListRef;
 
+mod shared;
+pub use shared::{SHARED, SharedRecord};
+
 /// The GRES name gputopo decides for.
 pub const GPU: &str = "gpu";
 

@@ -11,3 +11,4 @@ mod priority_fairshare;
 mod priority_ledger;
 mod priority_memory;
 mod select;
+mod shared;

@@ -12,6 +12,8 @@
 //!   full set so a runnable job never becomes unrunnable; plus the health pre-filter.
 //! - [`first_fit`]: the pick on a node whose topology Slurm does not know (cons_tres's own
 //!   first-fit order, minus what health rules out).
+//! - [`shared`]: the pick of a shared GRES (`shard`, `mps`): never a faulty GPU's shares,
+//!   degraded ones last, cons_tres's pick kept otherwise.
 //! - [`tries`]: the control loop of `select_p_job_test` (tiers, widening, exclusion rounds,
 //!   give-up) as a state machine, tested against fake cons_tres closures.
 //! - [`health_cache`]: per-node GPU health parsed from node `Extra`, parsed once per change.
@@ -26,6 +28,7 @@ pub mod first_fit;
 pub mod health_cache;
 pub mod narrow;
 pub mod repick;
+pub mod shared;
 pub mod tries;
 
 pub use engine_placer::Prepared;
