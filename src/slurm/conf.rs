@@ -89,3 +89,16 @@ pub fn multiple_sharing_gres_pj() -> bool {
 pub fn multiple_sharing_gres_pj() -> bool {
     false
 }
+
+/// True when slurm.conf orders preemption candidates by start time (`PreemptParameters=
+/// youngest_first`; 22.05: `SchedulerParameters=preempt_youngest_first`), which gputopo's
+/// victim choice does not model.
+pub fn preempt_youngest_first() -> bool {
+    #[cfg(select_abi = "22.05")]
+    // SAFETY: one pointer field copied out of libslurmfull's initialised global.
+    let raw = unsafe { (*global()).sched_params };
+    #[cfg(not(select_abi = "22.05"))]
+    // SAFETY: one pointer field copied out of libslurmfull's initialised global.
+    let raw = unsafe { (*global()).preempt_params };
+    string_field(raw).is_some_and(|p| p.to_ascii_lowercase().contains("youngest_first"))
+}

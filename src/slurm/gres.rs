@@ -20,7 +20,9 @@ use crate::slurm::SlurmError;
 use crate::slurm::bitmap::{BitIndex, Bitmap, BitmapMut, BitmapRef, GpuIndex, NodeIndex};
 use crate::slurm::list::ListRef;
 
+mod alloc;
 mod shared;
+pub use alloc::job_alloc_gpus;
 pub use shared::{SHARED, SharedRecord};
 
 /// The GRES name gputopo decides for.

@@ -6,6 +6,7 @@ mod foundation;
 mod gres_configs;
 mod harness;
 mod identity;
+mod preempt;
 mod priority;
 mod priority_fairshare;
 mod priority_ledger;
