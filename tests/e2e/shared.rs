@@ -11,6 +11,8 @@
 //!   them holds GPU 3's shards, the violation issue 15 found.
 //! - A whole-GPU job then never gets a GPU whose shares are in use: two of the jobs end and a
 //!   2-GPU job gets exactly their two GPUs (both plugins).
+//! - MIG emulated with `MultipleFiles=` lines: instances are GRES indices, a faulty one is
+//!   never allocated (stock allocates it).
 
 use std::collections::BTreeSet;
 
@@ -222,4 +224,50 @@ fn never_on_the_faulty_gpu(name: &str, per_gpu: u32) {
         vec![0, 1],
         "the only GPUs without shards in use (and not faulty)"
     );
+}
+
+/// MIG as Slurm lets it be emulated without a GPU: gres.conf lines with `MultipleFiles=` (the
+/// parent's device plus a capability device per instance; here fake devices), one GRES index
+/// per instance, typed by profile. Slurm schedules instances as GPUs; the health Extra is read
+/// by GRES index, so a published faulty instance (the agent publishes a faulty parent as its
+/// instances) is never allocated: three 1-instance jobs run on instances 0, 2, 3 and a fourth
+/// waits (stock: four run, one on instance 1).
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn mig_instances_pass_through_with_health() {
+    if !e2e_enabled() {
+        return;
+    }
+    let lines = "Name=gpu Type=1g.10gb MultipleFiles=@DEV@/nvidia0,@DEV@/nvidia2\n\
+                 Name=gpu Type=1g.10gb MultipleFiles=@DEV@/nvidia0,@DEV@/nvidia3\n\
+                 Name=gpu Type=1g.10gb MultipleFiles=@DEV@/nvidia1,@DEV@/nvidia2\n\
+                 Name=gpu Type=1g.10gb MultipleFiles=@DEV@/nvidia1,@DEV@/nvidia3\n";
+    let c = Cluster::up(Opts {
+        nodes: 1,
+        gputopo_conf: Some("LogDecisions=yes\n".into()),
+        gres_conf: Some((lines.into(), "gpu:1g.10gb:4".into())),
+        ..Opts::default()
+    });
+    let extra = format!("Extra={}", extra_with_faulty(4, 1));
+    c.ok("scontrol", &["update", "NodeName=n1", &extra]);
+    let jobs: Vec<u32> = (0..4)
+        .map(|_| c.sbatch(&["-N1", "-n1", "-c1", "--gres=gpu:1", "--wrap", "sleep 3000"]))
+        .collect();
+    let states: Vec<String> = jobs.iter().map(|&j| considered(&c, j)).collect();
+    let used: BTreeSet<usize> = jobs
+        .iter()
+        .zip(&states)
+        .filter(|(_, s)| *s == "RUNNING")
+        .flat_map(|(&j, _)| gpus_of(&c, j))
+        .collect();
+    println!(
+        "select/{}: MIG instances in use {used:?} (instance 1 faulty)",
+        select()
+    );
+    c.assert_no_gpu_shared();
+    if select() == "gputopo" {
+        assert_eq!(used, BTreeSet::from([0, 2, 3]), "{states:?}");
+    } else {
+        assert_eq!(used, BTreeSet::from([0, 1, 2, 3]), "{states:?}");
+    }
 }
