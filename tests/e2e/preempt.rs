@@ -6,6 +6,7 @@
 //!   of them (the minimum, as stock) and, with select/gputopo, runs on a best quad ({0-3} or
 //!   {4-7}: every pair NVLinked). The stock run (`GPUTOPO_SELECT=cons_tres`) prints what
 //!   cons_tres chose beside it.
+//! - The same with `PreemptMode=CANCEL`.
 //! - With GPU 3 of one node published faulty (15 jobs fill the other GPUs), gputopo again
 //!   preempts exactly four jobs and the preemptor gets a best quad without the faulty GPU:
 //!   the fault does not make cons_tres plan on a node where only three victims seem enough.
@@ -14,9 +15,13 @@ use super::gres_configs::cancel_all;
 use super::harness::{Cluster, Opts, WAIT, e2e_enabled, field, select};
 use super::select::extra_with_faulty;
 
-const EXTRA: &str = "PreemptType=preempt/partition_prio\n\
-                     PreemptMode=REQUEUE\n\
-                     PartitionName=high Nodes=ALL PriorityTier=10 MaxTime=INFINITE State=UP\n";
+/// slurm.conf lines: partition_prio preemption in `mode` and the high-tier partition.
+fn extra(mode: &str) -> String {
+    format!(
+        "PreemptType=preempt/partition_prio\nPreemptMode={mode}\n\
+         PartitionName=high Nodes=ALL PriorityTier=10 MaxTime=INFINITE State=UP\n"
+    )
+}
 
 const CONF: &str = "HealthAware=yes\nTopologyAware=yes\nNodeRanking=yes\nLogDecisions=yes\n";
 
@@ -74,20 +79,33 @@ fn preempt_once(c: &Cluster, n: usize) -> (Vec<u32>, String, Vec<usize>) {
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn a_preemptor_gets_a_best_quad_at_stock_cost() {
-    if !e2e_enabled() {
-        return;
+    if e2e_enabled() {
+        scenario("REQUEUE", true);
     }
+}
+
+/// The same with `PreemptMode=CANCEL` (the fault-free half).
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn a_preemptor_gets_a_best_quad_at_stock_cost_with_cancel() {
+    if e2e_enabled() {
+        scenario("CANCEL", false);
+    }
+}
+
+/// The module's scenario in preemption `mode`; `with_fault` adds the faulty-GPU half.
+fn scenario(mode: &str, with_fault: bool) {
     let gputopo = select() == "gputopo";
     let c = Cluster::up(Opts {
         nodes: 2,
-        extra_conf: Some(EXTRA.into()),
+        extra_conf: Some(extra(mode)),
         gputopo_conf: Some(CONF.into()),
         debug: true,
         ..Opts::default()
     });
     let (victims, node, gpus) = preempt_once(&c, 16);
     println!(
-        "select/{}: 4-GPU preemptor on {node} GPUs {gpus:?}, {} victims",
+        "select/{}, PreemptMode={mode}: 4-GPU preemptor on {node} GPUs {gpus:?}, {} victims",
         select(),
         victims.len()
     );
@@ -96,6 +114,9 @@ fn a_preemptor_gets_a_best_quad_at_stock_cost() {
         return;
     }
     assert!(best_quad(&gpus), "not a best quad: {gpus:?}");
+    if !with_fault {
+        return;
+    }
     cancel_all(&c);
     let extra = format!("Extra={}", extra_with_faulty(8, 3));
     c.ok("scontrol", &["update", "NodeName=n1", &extra]);
