@@ -25,6 +25,13 @@ fn extra(mode: &str) -> String {
 
 const CONF: &str = "HealthAware=yes\nTopologyAware=yes\nNodeRanking=yes\nLogDecisions=yes\n";
 
+/// Submits a one-node job of `gpus` GPUs in the high-tier partition, sleeping `secs`.
+pub(super) fn submit_high(c: &Cluster, gpus: u32, secs: u32) -> u32 {
+    let gres = format!("--gres=gpu:{gpus}");
+    let wrap = format!("sleep {secs}");
+    c.sbatch(&["-p", "high", "-N1", "-n1", "-c1", &gres, "--wrap", &wrap])
+}
+
 fn best_quad(g: &[usize]) -> bool {
     g == [0, 1, 2, 3] || g == [4, 5, 6, 7]
 }
@@ -49,16 +56,7 @@ fn preempt_once(c: &Cluster, n: usize) -> (Vec<u32>, String, Vec<usize>) {
     for &j in &fill {
         c.wait_state(j, "RUNNING", WAIT);
     }
-    let high = c.sbatch(&[
-        "-p",
-        "high",
-        "-N1",
-        "-n1",
-        "-c1",
-        "--gres=gpu:4",
-        "--wrap",
-        "sleep 3000",
-    ]);
+    let high = submit_high(c, 4, 3000);
     c.wait_state(high, "RUNNING", WAIT);
     let victims: Vec<u32> = fill
         .iter()
