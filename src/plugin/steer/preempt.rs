@@ -58,6 +58,13 @@ pub fn order_candidates(
         .collect();
     let mut models: Vec<(usize, std::sync::Arc<NodeModel>, GpuSet, GpuSet)> = Vec::new();
     for &ni in offered {
+        let held = core
+            .iter()
+            .filter(|c| c.node == ni.0)
+            .fold(GpuSet::EMPTY, |a, c| a.union(c.gpus));
+        if held.is_empty() {
+            continue; // no victim there: preemption cannot change what the job gets
+        }
         let Some(nv) = node::view(job, ni) else {
             continue;
         };
@@ -66,10 +73,6 @@ pub fn order_candidates(
             continue;
         };
         let busy = g.allocated().union(g.shared_in_use());
-        let held = core
-            .iter()
-            .filter(|c| c.node == ni.0)
-            .fold(GpuSet::EMPTY, |a, c| a.union(c.gpus));
         let all = model.topo.all();
         models.push((ni.0, model, busy.difference(held), all.difference(busy)));
     }
