@@ -35,7 +35,7 @@
 # once per node with "NodeName=nX " in front of each line that has none and @DEV@ replaced by
 # that node's fake device directory (e.g. "Name=gpu File=@DEV@/nvidia[0-7]", the plain form);
 # --node-gres is then the nodes' Gres= in slurm.conf (e.g. gpu:8 or gpu:a100:4,gpu:v100:4) and
-# its total count of fake devices nvidia0.. is made per node.
+# its total gpu count of fake devices nvidia0.. is made per node (shard/mps entries make none).
 # The gputopo binary (gres.conf) is $GPUTOPO_BIN, or target/release/gputopo
 # ($CARGO_TARGET_DIR honoured), built with cargo if missing.
 # --node-topology gives listed nodes another topology than --topology (a mixed fleet), and
@@ -254,7 +254,8 @@ node_topo() {
 # count in --node-gres.
 write_gres_from_file() {
   local i node line total=0 part minor
-  for part in ${node_gres//,/ }; do total=$((total + ${part##*:})); done
+  # Only gpu entries make devices (shard:32 and mps:800 are shares of those GPUs).
+  for part in ${node_gres//,/ }; do case $part in gpu:*) total=$((total + ${part##*:})) ;; esac; done
   [ "$total" -gt 0 ] || die "--node-gres '$node_gres' has no count"
   : > "$dir/etc/gres.conf"
   for i in $(seq "$nodes"); do

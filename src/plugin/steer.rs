@@ -10,6 +10,8 @@
 //!   re-picks the GPU indices on each chosen node ([`run`], [`gpus`], [`nodes`]; state and
 //!   config in [`state`]). TEST_ONLY is
 //!   forwarded untouched.
+//! - Before a call that offers preemption candidates, [`preempt`] reorders them so cons_tres
+//!   frees the best-connected GPUs at the same cost.
 //! - [`select_nodeinfo_set`] (the commit point): forwarded; the selection it commits is the
 //!   one job_test left in `gres_bit_select`.
 //!
@@ -19,7 +21,9 @@
 pub mod degraded;
 pub mod gpus;
 pub mod nodes;
+pub mod preempt;
 pub mod run;
+pub mod shared;
 pub mod state;
 pub mod wide;
 
@@ -68,6 +72,15 @@ pub fn job_test<R: ReservationArg>(
         preemption: job::offers_preemption(preemptee_candidates.as_ref()),
         gres_reserved: reservation.as_ref().is_some_and(R::limits_gpus),
     };
+    let base = u32::from(mode) & ffi::SELECT_MODE_BASE;
+    let planned = base == ffi::SELECT_MODE_RUN_NOW || base == ffi::SELECT_MODE_WILL_RUN;
+    if let Some(list) = preemptee_candidates
+        .as_ref()
+        .filter(|_| call.preemption && planned)
+    {
+        let offered: Vec<_> = candidates.iter_set().collect();
+        preempt::order_candidates(st, &st.config(), &mut job, &offered, list, max_nodes);
+    }
     let rc = run::job_test(st, &forward, &mut job, candidates, call);
     log::debug!(
         "job_test JobId={} mode={} rc={rc}",

@@ -73,3 +73,32 @@ pub fn debug_select_or_gres() -> bool {
     let flags = unsafe { (*global()).debug_flags };
     flags & DEBUG_SELECT_OR_GRES != 0
 }
+
+/// `SelectTypeParameters=MULTIPLE_SHARING_GRES_PJ` (slurm.h `0x8000`, 23.11 and later): one
+/// job's shares of a shared GRES on a node may come from several GPUs. 22.05 has no such
+/// option (a job's shares on a node come from one GPU).
+#[cfg(not(select_abi = "22.05"))]
+pub fn multiple_sharing_gres_pj() -> bool {
+    // SAFETY: a plain u16 read of libslurmfull's initialised global.
+    let params = unsafe { (*global()).select_type_param };
+    params & 0x8000 != 0
+}
+
+/// 22.05: never (see the 23.11+ version).
+#[cfg(select_abi = "22.05")]
+pub fn multiple_sharing_gres_pj() -> bool {
+    false
+}
+
+/// True when slurm.conf orders preemption candidates by start time (`PreemptParameters=
+/// youngest_first`; 22.05: `SchedulerParameters=preempt_youngest_first`), which gputopo's
+/// victim choice does not model.
+pub fn preempt_youngest_first() -> bool {
+    #[cfg(select_abi = "22.05")]
+    // SAFETY: one pointer field copied out of libslurmfull's initialised global.
+    let raw = unsafe { (*global()).sched_params };
+    #[cfg(not(select_abi = "22.05"))]
+    // SAFETY: one pointer field copied out of libslurmfull's initialised global.
+    let raw = unsafe { (*global()).preempt_params };
+    string_field(raw).is_some_and(|p| p.to_ascii_lowercase().contains("youngest_first"))
+}

@@ -20,8 +20,12 @@ use crate::slurm::SlurmError;
 use crate::slurm::bitmap::{BitIndex, Bitmap, BitmapMut, BitmapRef, GpuIndex, NodeIndex};
 use crate::slurm::list::ListRef;
 
+mod alloc;
 mod digest;
+mod shared;
 mod wide;
+pub use alloc::job_alloc_gpus;
+pub use shared::{SHARED, SharedRecord};
 
 /// The GRES name gputopo decides for.
 pub const GPU: &str = "gpu";

@@ -14,6 +14,7 @@ pub mod job;
 pub mod list;
 pub mod log;
 pub mod node;
+pub mod preempt;
 pub mod prio;
 
 pub use entry::EntryPtr;

@@ -61,7 +61,7 @@ fn all_running(c: &Cluster, jobs: &[u32]) -> Vec<(u32, String, Vec<usize>)> {
     got
 }
 
-fn cancel_all(c: &Cluster) {
+pub(super) fn cancel_all(c: &Cluster) {
     c.ok("scancel", &["--user=root"]);
     c.wait_until("every job to end", WAIT, || {
         c.ok("squeue", &["-h", "-o", "%A"]).trim().is_empty()

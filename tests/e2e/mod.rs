@@ -1,14 +1,17 @@
 //! End-to-end tests against a real local Slurm cluster started by `contrib/cluster.sh`.
 
 mod agent;
+mod checkpoint;
 mod engine;
 mod foundation;
 mod gres_configs;
 mod harness;
 mod identity;
+mod preempt;
 mod priority;
 mod priority_fairshare;
 mod priority_ha;
 mod priority_ledger;
 mod priority_memory;
 mod select;
+mod shared;

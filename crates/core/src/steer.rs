@@ -13,6 +13,10 @@
 //! - [`first_fit`]: the pick on a node whose topology Slurm does not know (cons_tres's own
 //!   first-fit order, minus what health rules out).
 //! - [`wide`]: health on nodes wider than the topology model (beyond 32 GPUs).
+//! - [`shared`]: the pick of a shared GRES (`shard`, `mps`): never a faulty GPU's shares,
+//!   degraded ones last, cons_tres's pick kept otherwise.
+//! - [`victims`]: preemption victims that free the best GPU set at cons_tres's cost, faulty
+//!   GPUs planned as absent, and the candidate order that steers cons_tres to them.
 //! - [`tries`]: the control loop of `select_p_job_test` (tiers, widening, exclusion rounds,
 //!   give-up) as a state machine, tested against fake cons_tres closures.
 //! - [`health_cache`]: per-node GPU health parsed from node `Extra`, parsed once per change.
@@ -27,7 +31,9 @@ pub mod first_fit;
 pub mod health_cache;
 pub mod narrow;
 pub mod repick;
+pub mod shared;
 pub mod tries;
+pub mod victims;
 pub mod wide;
 
 pub use engine_placer::Prepared;

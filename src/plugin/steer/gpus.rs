@@ -215,11 +215,8 @@ pub fn repick_job(
             log_decision(cfg, job_id.0, nv.name(), &input, &decision, req.type_name());
         }
     }
-    if !exclude.is_empty() {
-        exclude.sort_unstable();
-        exclude.dedup();
-        Stats::add(&st.stats.excluded, exclude.len() as u64);
-        return JobRepick::Exclude(exclude);
+    if let Some(r) = excluded(st, exclude) {
+        return r;
     }
     let mut replaced = 0;
     for w in &writes {
@@ -235,6 +232,18 @@ pub fn repick_job(
     }
     Stats::add(&st.stats.replaced, replaced as u64);
     JobRepick::Done { replaced }
+}
+
+/// The answer for a job with nodes to exclude (sorted, deduplicated, counted); `None` when
+/// there are none.
+pub(super) fn excluded(st: &SteerState, mut nodes: Vec<NodeIndex>) -> Option<JobRepick> {
+    if nodes.is_empty() {
+        return None;
+    }
+    nodes.sort_unstable();
+    nodes.dedup();
+    Stats::add(&st.stats.excluded, nodes.len() as u64);
+    Some(JobRepick::Exclude(nodes))
 }
 
 /// One line per node decision: at info level with `LogDecisions=yes`, else at debug level
@@ -280,7 +289,7 @@ fn log_decision<S: std::fmt::Display>(
 }
 
 /// Writes a decision line: info level with `LogDecisions=yes`, else debug.
-fn emit(verbose: bool, msg: &str) {
+pub(super) fn emit(verbose: bool, msg: &str) {
     if verbose {
         log::info!(target: "gputopo::select", "{msg}");
     } else {

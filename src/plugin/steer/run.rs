@@ -20,10 +20,12 @@ use std::time::Instant;
 use crate::ffi;
 use crate::plugin::steer::gpus::{JobRepick, repick_job};
 use crate::plugin::steer::nodes::{self, MAX_TRIES, NodeFacts};
+use crate::plugin::steer::shared;
 use crate::plugin::steer::state::{Stats, SteerState};
 use crate::plugin::steer::wide;
 use crate::slurm::bitmap::{BitmapMut, NodeIndex};
 use crate::slurm::job::JobView;
+use gputopo_core::config::SelectConfig;
 use gputopo_core::steer::tries;
 
 /// Arguments of one `select_p_job_test` call that the hook reads.
@@ -102,13 +104,27 @@ fn steer(
         return timed(st, forward);
     }
     let Some(need) = nodes::gpu_need(job, call.max_nodes) else {
-        return timed(st, forward);
+        let Some(tiers) = shared::tiers(job, bitmap, &cfg, call) else {
+            return timed(st, forward);
+        };
+        let mode = tries::Mode::RunNow;
+        return drive(
+            st,
+            forward,
+            job,
+            bitmap,
+            &cfg,
+            call,
+            tiers,
+            Vec::new(),
+            mode,
+        );
     };
     let offered: Vec<NodeIndex> = bitmap.iter_set().collect();
     let (facts, opaque) = nodes::gather(st, &cfg, job, &offered, need);
     let required = job.required_nodes();
     let whole = job.whole_node();
-    let mut excluded: Vec<NodeIndex> = if cfg.health_aware {
+    let excluded: Vec<NodeIndex> = if cfg.health_aware {
         let mut out = nodes::unhealthy(&facts, need, run_now, whole, &required, job.id().0);
         let rule = nodes::filter_rule(need, run_now, whole);
         out.extend(wide::unhealthy(
@@ -153,6 +169,24 @@ fn steer(
     } else {
         tries::Mode::RunNow
     };
+    drive(st, forward, job, bitmap, &cfg, call, tiers, excluded, mode)
+}
+
+/// Runs the tries of one call (`tiers` of node indices, `excluded` never offered) and makes
+/// the give-up release; on each RUN_NOW success the GPU and shared-GRES re-picks decide.
+#[allow(clippy::too_many_arguments)]
+fn drive(
+    st: &SteerState,
+    forward: &impl Fn() -> c_int,
+    job: &mut JobView<'_>,
+    bitmap: &mut BitmapMut<'_, NodeIndex>,
+    cfg: &SelectConfig,
+    call: Call,
+    tiers: Vec<Vec<usize>>,
+    mut excluded: Vec<NodeIndex>,
+    mode: tries::Mode,
+) -> c_int {
+    let will_run = matches!(mode, tries::Mode::WillRun { .. });
     excluded.sort_unstable();
     let plan = tries::Tries::new(tiers, excluded.iter().map(|n| n.0).collect(), mode);
     let mut rc = ffi::SLURM_ERROR;
@@ -167,7 +201,7 @@ fn steer(
                 start: job.start_time(),
             }
         } else {
-            match repick_job(st, &cfg, job, call.gres_reserved) {
+            match repick_all(st, cfg, job, call.gres_reserved) {
                 JobRepick::Done { .. } => tries::Answer::Placed,
                 JobRepick::Exclude(nodes) => {
                     tries::Answer::Exclude(nodes.into_iter().map(|n| n.0).collect())
@@ -188,4 +222,23 @@ fn steer(
     }
     debug_assert!(calls <= MAX_TRIES + tries::MAX_EXCLUSIONS + 1);
     rc
+}
+
+/// Both re-picks of a RUN_NOW success: whole GPUs ([`repick_job`]) and shared GRES
+/// ([`shared::repick_shared`]); the nodes either excludes, else the writes of both.
+fn repick_all(
+    st: &SteerState,
+    cfg: &SelectConfig,
+    job: &mut JobView<'_>,
+    stock_only: bool,
+) -> JobRepick {
+    match repick_job(st, cfg, job, stock_only) {
+        JobRepick::Done { replaced } => match shared::repick_shared(st, cfg, job) {
+            JobRepick::Done { replaced: more } => JobRepick::Done {
+                replaced: replaced + more,
+            },
+            exclude => exclude,
+        },
+        exclude => exclude,
+    }
 }

@@ -1,0 +1,99 @@
+//! The preemption candidates of a `select_p_job_test` call (`preemptee_candidates`): read
+//! them, and reorder the list so cons_tres removes the chosen victims first.
+//!
+//! cons_tres walks the list in order, removing jobs from a simulated node state until the
+//! preemptor fits (cons_tres/job_test.c `_run_now`); slurmctld sorted it by the preempt
+//! plugin's priority. Only the order inside runs of jobs that are equal under every key Slurm
+//! sorts by is changed by the caller, so a job is never preempted ahead of one Slurm ranks
+//! before it.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+
+use gputopo_core::GpuSet;
+
+use crate::ffi;
+use crate::slurm::EntryPtr;
+use crate::slurm::bitmap::{BitmapRef, NodeIndex};
+use crate::slurm::list::ListRef;
+
+/// One candidate as the planner sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CandidateJob {
+    /// The record's address (its identity while the list is reordered).
+    pub addr: usize,
+    /// Its job id.
+    pub job_id: u32,
+    /// What Slurm's preemption order can depend on: partition tier, QOS (by identity),
+    /// node count (partition_prio adds it to the tier). Equal keys are interchangeable.
+    pub key: (u32, usize, u32),
+    /// Its node, for a one-node job.
+    pub node: Option<NodeIndex>,
+    /// Its GPUs there.
+    pub gpus: GpuSet,
+}
+
+/// The candidates in list order.
+pub fn candidates(list: &EntryPtr<'_, ffi::xlist>) -> Vec<CandidateJob> {
+    // SAFETY: EntryPtr vouches for the live preemptee_candidates list of this call; its
+    // elements are job records, read under the job lock slurmctld holds for the call.
+    let Some(list) = (unsafe { ListRef::<ffi::job_record_t>::from_raw(list.as_ptr()) }) else {
+        return Vec::new();
+    };
+    list.iter()
+        .map(|j| {
+            // SAFETY: part_ptr is null or the job's live partition record.
+            let tier = unsafe { j.part_ptr.as_ref() }.map_or(0, |p| u32::from(p.priority_tier));
+            // SAFETY: node_bitmap is null or the job's live node bitmap.
+            let nodes: Vec<NodeIndex> = unsafe { BitmapRef::<NodeIndex>::from_raw(j.node_bitmap) }
+                .map(|b| b.iter_set().collect())
+                .unwrap_or_default();
+            // SAFETY: the job's live gres_list_alloc, read only.
+            let gpus = unsafe { crate::slurm::gres::job_alloc_gpus(j.gres_list_alloc) };
+            CandidateJob {
+                addr: std::ptr::from_ref(j) as usize,
+                job_id: j.job_id,
+                key: (tier, j.qos_ptr as usize, j.node_cnt),
+                node: (nodes.len() == 1).then(|| nodes[0]),
+                gpus: gpus.unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+thread_local! {
+    /// The wanted position of each record while [`reorder`] sorts the list.
+    static POSITION: RefCell<HashMap<usize, usize>> = RefCell::new(HashMap::new());
+}
+
+/// `list_sort` comparator: by the position [`reorder`] planned (unknown records last).
+unsafe extern "C" fn by_position(x: *mut c_void, y: *mut c_void) -> c_int {
+    // SAFETY: list_sort passes pointers to two element slots of the list being sorted.
+    let (a, b) = unsafe { (*(x as *const usize), *(y as *const usize)) };
+    POSITION.with(|p| {
+        let p = p.borrow();
+        let pa = p.get(&a).copied().unwrap_or(usize::MAX);
+        let pb = p.get(&b).copied().unwrap_or(usize::MAX);
+        pa.cmp(&pb) as c_int
+    })
+}
+
+/// Reorders `list` to `order` (positions into `cands`, as read by [`candidates`] from the
+/// same list in this call). slurmctld hands the list to the select plugin for the call and
+/// keeps using its order afterwards (cons_tres reorders it itself), so this is its contract.
+pub fn reorder(list: &EntryPtr<'_, ffi::xlist>, cands: &[CandidateJob], order: &[usize]) {
+    POSITION.with(|p| {
+        let mut p = p.borrow_mut();
+        p.clear();
+        for (pos, &i) in order.iter().enumerate() {
+            if let Some(c) = cands.get(i) {
+                p.insert(c.addr, pos);
+            }
+        }
+    });
+    // SAFETY: EntryPtr vouches for the live list; the comparator reads element pointers only
+    // and cannot panic.
+    unsafe { ffi::slurm_list_sort(list.as_ptr(), Some(by_position)) };
+    POSITION.with(|p| p.borrow_mut().clear());
+}
