@@ -323,7 +323,7 @@ fn no_nvml_library_is_unknown_not_a_crash() {
     let tail = tail.trim_start_matches(|c: char| c.is_ascii_digit());
     assert_eq!(
         format!("{head}{tail}"),
-        r#"{"gputopo":{"v":1,"gpus":[{"i":0,"s":"unknown","r":["nvml_unavailable"],"m":0},{"i":1,"s":"unknown","r":["nvml_unavailable"],"m":1}],"e":["nvml_unavailable"]},"rack":7}"#
+        r#"{"gpu_ok":0,"gpu_unknown":"0-1","gputopo":{"v":1,"gpus":[{"i":0,"s":"unknown","r":["nvml_unavailable"],"m":0},{"i":1,"s":"unknown","r":["nvml_unavailable"],"m":1}],"e":["nvml_unavailable"]},"rack":7}"#
     );
     let (rc, _, _, _) = n.run(&["topology"]);
     assert_eq!(rc, 2);

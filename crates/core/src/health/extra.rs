@@ -7,7 +7,8 @@
 //! own keys next to it:
 //!
 //! ```text
-//! {"gputopo":{"v":1,
+//! {"gpu_faulty":"3","gpu_ok":7,               flat summary keys first (see [`flat`])
+//!  "gputopo":{"v":1,
 //!   "gpus":[{"i":0,"s":"ok"},{"i":3,"s":"faulty","r":["ecc_uncorrectable"]}, ...],
 //!   "links":[[0,18,...],[18,0,...],...],     optional: NVLinks per pair, NVSwitch applied
 //!   "pcie":[[0,1,3,...],...],                optional: PCIe level per pair, 0=SB 1=PIX 2=PXB
@@ -31,6 +32,7 @@
 //! considers, so it is cheap: one pass of serde_json over the string, skipping foreign keys
 //! without allocating, and a few small vectors for our part. It never panics (property-tested).
 
+pub mod flat;
 mod gpu_list;
 
 use super::{GpuHealth, Reason, Status};
@@ -334,8 +336,10 @@ pub enum MergeRefused {
     NotObject(String),
 }
 
-/// The new Extra string: `existing` with its `gputopo` key set to `ours`, written first (other
-/// keys kept, in sorted order). Empty and `(null)` count as no value.
+/// The new Extra string: `existing` with its `gputopo` key set to `ours`, after the flat
+/// summary keys of [`flat::health_keys`] (the short, readable part comes first); gputopo's
+/// stale flat keys ([`flat::OWNED`]) are dropped and other keys kept, in sorted order. Empty
+/// and `(null)` count as no value.
 ///
 /// # Errors
 /// [`MergeRefused`] when `existing` is a non-JSON string or JSON that is not an object.
@@ -352,13 +356,24 @@ pub fn merge_extra(existing: &str, ours: &NodeHealth) -> Result<String, MergeRef
         }
     };
     obj.remove("gputopo");
-    let mut out = String::from("{\"gputopo\":");
-    out.push_str(&ours.to_json());
-    for (k, v) in obj {
-        out.push(',');
-        out.push_str(&serde_json::Value::String(k).to_string());
+    for k in flat::OWNED {
+        obj.remove(*k);
+    }
+    let mut out = String::from("{");
+    let push = |out: &mut String, k: &str, v: &str| {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::Value::String(k.to_string()).to_string());
         out.push(':');
-        out.push_str(&v.to_string());
+        out.push_str(v);
+    };
+    for (k, v) in flat::health_keys(ours) {
+        push(&mut out, k, &v.to_string());
+    }
+    push(&mut out, "gputopo", &ours.to_json());
+    for (k, v) in obj {
+        push(&mut out, &k, &v.to_string());
     }
     out.push('}');
     Ok(out)
