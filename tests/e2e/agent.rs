@@ -129,14 +129,19 @@ fn verdicts(h: &NodeHealth) -> Vec<(usize, Status, Vec<Reason>)> {
         .collect()
 }
 
-/// Starts a 2-node cluster of `topology` whose nodes run the given fixtures, with `conf` added
+/// Starts a cluster of `topology` with one node per fixture, with `conf` added
 /// to the test's gputopo.conf; `None` when end-to-end tests are disabled.
-fn start(test: &str, topology: &str, nodes: &[(&str, &str)], conf: &str) -> Option<(Rig, Cluster)> {
+pub(super) fn start(
+    test: &str,
+    topology: &str,
+    nodes: &[(&str, &str)],
+    conf: &str,
+) -> Option<(Rig, Cluster)> {
     start_with(test, topology, nodes, conf, None)
 }
 
 /// [`start`] with `extra_conf` lines added to slurm.conf.
-fn start_with(
+pub(super) fn start_with(
     test: &str,
     topology: &str,
     nodes: &[(&str, &str)],
@@ -148,7 +153,7 @@ fn start_with(
     }
     let rig = Rig::new(test, nodes);
     let c = Cluster::up(Opts {
-        nodes: 2,
+        nodes: nodes.len() as u32,
         topology: topology.into(),
         gputopo_conf: Some(format!(
             "# agent keys for the test; the select keys keep their defaults\nNvmlLibrary={}\nXidWaitMs=100\nNvmlTimeoutMs=5000\nPublishTimeoutSec=20\nStateDir={}\n{conf}",
@@ -226,7 +231,7 @@ fn health_check_publishes_per_gpu_health_in_extra() {
 /// excluded GPUs readable in `sinfo` and `scontrol show node`, and (24.11+) `--extra` routes
 /// on the always-present count of healthy GPUs.
 fn summary_keys_find_the_nodes_with_excluded_gpus(c: &Cluster, extra_constraints: bool) {
-    let sinfo = c.ok("sinfo", &["-N", "-h", "-O", "NodeList:6,Extra:48"]);
+    let sinfo = c.ok("sinfo", &["-N", "-h", "-O", "NodeList:6,Extra:64"]);
     let row = |n: &str| {
         sinfo
             .lines()
@@ -235,7 +240,7 @@ fn summary_keys_find_the_nodes_with_excluded_gpus(c: &Cluster, extra_constraints
             .to_string()
     };
     assert!(
-        row("n1").contains(r#"{"gpu_faulty":"5-6","gpu_ok":6,"gputopo""#),
+        row("n1").contains(r#"{"gpu_faulty":"5-6","gpu_ok":6,"gpu_model":"V100""#),
         "n1's faulty GPUs lead its Extra:\n{sinfo}"
     );
     assert!(
@@ -243,7 +248,7 @@ fn summary_keys_find_the_nodes_with_excluded_gpus(c: &Cluster, extra_constraints
         "{sinfo}"
     );
     assert!(
-        extra(c, "n1").starts_with(r#"{"gpu_faulty":"5-6","gpu_ok":6,"gputopo":{"v":1,"#),
+        extra(c, "n1").starts_with(r#"{"gpu_faulty":"5-6","gpu_ok":6,"#),
         "scontrol show node: {}",
         extra(c, "n1")
     );

@@ -16,7 +16,8 @@ pub mod sticky;
 pub mod telemetry;
 
 pub use extra::{
-    ExtraError, LinkMatrix, MergeRefused, NodeHealth, Parsed, merge_extra, parse_extra, read_extra,
+    ExtraError, LinkMatrix, MergeRefused, NodeHealth, Parsed, merge_extra, merge_extra_with,
+    parse_extra, read_extra,
 };
 pub use policy::{Evidence, HealthPolicy, Reading, RowRemap, judge};
 

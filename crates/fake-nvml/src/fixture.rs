@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! Node Name=dgx1v-faults Gpus=8 Driver=550.54.15 SameSocket=PHB [DriverNotLoaded=yes] [NoLibrary=yes]
+//!     [FabricCluster=<32 hex digits> FabricClique=N]   (multi-node NVLink fabric, every GPU)
 //! Gpu Index=5 Uuid=GPU-... BusId=00000000:86:00.0 Minor=5 Socket=1 Cores=20-39 Name="Tesla V100"
 //!     Ecc=on|off|unsupported EccUncVol=2 EccUncAgg=7 EccCorVol=0 EccCorAgg=0
 //!     RetiredPending=yes RetiredDbe=0x1f000,0x2f000 RetiredSbe=
@@ -10,6 +11,7 @@
 //!     Lost=yes | LostAfter=N (calls on this GPU succeed N times, then GPU_IS_LOST)
 //!     HangMs=N [HangCall=nvmlDeviceGetEccMode] (that call sleeps N ms)
 //!     Events=no (XID events not supported)
+//!     MemMiB=81559 Cc=9.0 (total memory, compute capability; unsupported when absent)
 //! NvLink Gpu=0 Links=0-1 Remote=00000000:07:00.0 Type=gpu|switch [Down=yes] [Errors=N]
 //!     (Down: wired but inactive; Errors: replay errors per port)
 //! Telemetry Gpu=3 Temp=88 Slowdown=90 ... (heat, power, clocks, PCIe: see [`telemetry`])
@@ -84,6 +86,10 @@ pub struct FakeGpu {
     pub links: [Option<Remote>; MAX_LINKS],
     /// Heat, power, clocks and PCIe link; `None`: every such query is not supported.
     pub telemetry: Option<FakeTelemetry>,
+    /// Total memory in MiB (`None`: not supported).
+    pub mem_mib: Option<u64>,
+    /// CUDA compute capability (`None`: not supported).
+    pub cc: Option<(u32, u32)>,
 }
 
 impl FakeGpu {
@@ -108,6 +114,8 @@ impl FakeGpu {
             xids: Vec::new(),
             links: Default::default(),
             telemetry: None,
+            mem_mib: None,
+            cc: None,
         }
     }
 }
@@ -129,6 +137,8 @@ pub struct FakeNode {
     pub gpus: Vec<FakeGpu>,
     /// `n`×`n` PCIe levels by NVML index.
     pub pcie: Vec<PcieLevel>,
+    /// The NVLink fabric every GPU registered with: cluster UUID bytes and clique id.
+    pub fabric: Option<([u8; 16], u32)>,
 }
 
 impl FakeNode {
@@ -169,6 +179,8 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                     "DriverNotLoaded",
                     "NoLibrary",
                     "SameSocket",
+                    "FabricCluster",
+                    "FabricClique",
                 ],
             )?;
             if node.is_some() {
@@ -192,6 +204,7 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                     name,
                     gpus,
                     pcie: Vec::new(),
+                    fabric: fabric(line, rest)?,
                 },
                 same,
             ));
@@ -228,6 +241,8 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                         "HangMs",
                         "HangCall",
                         "Events",
+                        "MemMiB",
+                        "Cc",
                     ],
                 )?;
                 let i = gpu_index(line, rest, "Index", count)?;
@@ -293,6 +308,12 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                     g.hang_call = v.to_string();
                 }
                 g.events = flag(line, rest, "Events")?.unwrap_or(true);
+                g.mem_mib = num(line, rest, "MemMiB")?.or(g.mem_mib);
+                if let Some(v) = get(rest, "Cc") {
+                    let bad = || e("Cc", format!("'{v}' is not major.minor"));
+                    let (a, b) = v.split_once('.').ok_or_else(bad)?;
+                    g.cc = Some((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?));
+                }
             }
             "nvlink" => {
                 check(
@@ -377,6 +398,36 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
         n.pcie[b * c + a] = l;
     }
     Ok(n)
+}
+
+/// `FabricCluster=` (32 hex digits) and `FabricClique=`, both or neither.
+fn fabric(line: usize, words: &[Pair<'_>]) -> Result<Option<([u8; 16], u32)>, LineError> {
+    let clique: Option<u32> = num(line, words, "FabricClique")?;
+    let (Some(hex), Some(clique)) = (get(words, "FabricCluster"), clique) else {
+        return match (get(words, "FabricCluster"), clique) {
+            (None, None) => Ok(None),
+            _ => Err(LineError::new(
+                line,
+                "FabricCluster",
+                "FabricCluster and FabricClique go together",
+            )),
+        };
+    };
+    let bad = || {
+        LineError::new(
+            line,
+            "FabricCluster",
+            format!("'{hex}' is not 32 hex digits"),
+        )
+    };
+    if hex.len() != 32 || !hex.is_ascii() {
+        return Err(bad());
+    }
+    let mut uuid = [0u8; 16];
+    for (k, b) in uuid.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&hex[2 * k..2 * k + 2], 16).map_err(|_| bad())?;
+    }
+    Ok(Some((uuid, clique)))
 }
 
 fn flag(line: usize, words: &[Pair<'_>], key: &str) -> Result<Option<bool>, LineError> {

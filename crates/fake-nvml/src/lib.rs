@@ -14,6 +14,8 @@
 //! registers for XID events and delivered once each by `nvmlEventSetWait_v2`. Every export runs
 //! under `catch_unwind` and answers `NVML_ERROR_UNKNOWN` (999) instead of unwinding into C.
 
+mod capability;
+mod fabric;
 pub mod fixture;
 mod telemetry;
 

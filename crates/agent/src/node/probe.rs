@@ -42,6 +42,12 @@ pub struct Identity {
     pub name: Option<String>,
     /// CPU affinity.
     pub cores: Vec<u32>,
+    /// Total memory, bytes (capability labels).
+    pub mem_bytes: Option<u64>,
+    /// CUDA compute capability (major, minor).
+    pub cc: Option<(u32, u32)>,
+    /// NVLink fabric (cluster UUID in hex, clique id), when registered with one.
+    pub fabric: Option<(String, u32)>,
 }
 
 /// One end of an active NVLink.
@@ -275,6 +281,13 @@ fn read_gpu(nvml: &'static Nvml, i: usize, topo: bool, tx: &mpsc::Sender<Msg>) {
         cores: value(dev.cpu_affinity(16), &mut lost)
             .map(|w| cores(&w))
             .unwrap_or_default(),
+        mem_bytes: value(dev.memory_info().map(|m| m.total), &mut lost),
+        cc: value(
+            dev.cuda_compute_capability()
+                .map(|c| (c.major.max(0) as u32, c.minor.max(0) as u32)),
+            &mut lost,
+        ),
+        fabric: value(nvml_raw::fabric_info(nvml, &dev), &mut lost).flatten(),
     };
     let _ = tx.send(Msg::Ident(i, ident));
     let ecc = |t, c| dev.total_ecc_errors(t, c);

@@ -2,9 +2,11 @@
 //! health policy, plus the node's topology in the core model and the exit code that sums it up.
 
 use super::mapping;
+use super::nvml_raw::RemoteKind;
 use super::probe::{self, Identity, NodeReading, Request};
 use super::settings::Settings;
 use super::xid_state;
+use gputopo_core::health::extra::labels::{GpuFacts, Labels};
 use gputopo_core::health::sticky::StickyPolicy;
 use gputopo_core::health::telemetry;
 use gputopo_core::health::{Device, GpuHealth, NodeHealth, Reading, Reason, Status, judge};
@@ -156,6 +158,42 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
         topology,
         notes,
         refusal: None,
+    }
+}
+
+impl NodeReport {
+    /// The node's capability labels from what NVML said about Slurm's GPUs; `None` when NVML
+    /// could not be read (the labels already published are then kept).
+    pub fn labels(&self) -> Option<Labels> {
+        if self.reading.failure.is_some() || self.gpus.is_empty() {
+            return None;
+        }
+        let facts: Vec<GpuFacts> = self
+            .gpus
+            .iter()
+            .filter(|g| g.nvml.is_some())
+            .map(|g| GpuFacts {
+                name: g.ident.name.clone(),
+                mem_bytes: g.ident.mem_bytes,
+                cc: g.ident.cc,
+            })
+            .collect();
+        let links = self
+            .reading
+            .gpus
+            .iter()
+            .flat_map(|g| g.links.iter().flatten());
+        let (mut nvlink, mut nvswitch) = (false, false);
+        for l in links {
+            nvlink = true;
+            nvswitch |= l.kind == RemoteKind::Switch;
+        }
+        let fabric = self
+            .gpus
+            .iter()
+            .find_map(|g| g.ident.fabric.as_ref())
+            .map(|(uuid, clique)| (uuid.as_str(), *clique));
+        Some(Labels::new(&facts, self.gpus.len(), nvlink, nvswitch).with_domain(fabric))
     }
 }
 

@@ -34,6 +34,7 @@
 
 pub mod flat;
 mod gpu_list;
+pub mod labels;
 
 use super::{GpuHealth, Reason, Status};
 use crate::gpuset::{GpuSet, MAX_GPUS};
@@ -344,6 +345,20 @@ pub enum MergeRefused {
 /// # Errors
 /// [`MergeRefused`] when `existing` is a non-JSON string or JSON that is not an object.
 pub fn merge_extra(existing: &str, ours: &NodeHealth) -> Result<String, MergeRefused> {
+    merge_extra_with(existing, ours, None)
+}
+
+/// [`merge_extra`] with the node's capability labels ([`labels`]) after the summary keys.
+/// Without labels (NVML could not tell this time) the ones already published are kept in
+/// their place, so static facts never disappear or move because of one bad check.
+///
+/// # Errors
+/// [`MergeRefused`] when `existing` is a non-JSON string or JSON that is not an object.
+pub fn merge_extra_with(
+    existing: &str,
+    ours: &NodeHealth,
+    labels: Option<&labels::Labels>,
+) -> Result<String, MergeRefused> {
     let t = existing.trim();
     let preview = || t.chars().take(60).collect::<String>();
     let mut obj = if t.is_empty() || t == "(null)" {
@@ -359,6 +374,18 @@ pub fn merge_extra(existing: &str, ours: &NodeHealth) -> Result<String, MergeRef
     for k in flat::OWNED {
         obj.remove(*k);
     }
+    let kept: Vec<(String, serde_json::Value)> = labels::KEYS
+        .iter()
+        .filter_map(|k| obj.remove(*k).map(|v| (k.to_string(), v)))
+        .collect();
+    let labels: Vec<(String, serde_json::Value)> = match labels {
+        Some(l) => l
+            .to_flat()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        None => kept,
+    };
     let mut out = String::from("{");
     let push = |out: &mut String, k: &str, v: &str| {
         if out.len() > 1 {
@@ -370,6 +397,9 @@ pub fn merge_extra(existing: &str, ours: &NodeHealth) -> Result<String, MergeRef
     };
     for (k, v) in flat::health_keys(ours) {
         push(&mut out, k, &v.to_string());
+    }
+    for (k, v) in labels {
+        push(&mut out, &k, &v.to_string());
     }
     push(&mut out, "gputopo", &ours.to_json());
     for (k, v) in obj {

@@ -127,6 +127,29 @@ fn flat_summary_keys_are_replaced_on_merge_and_ignored_by_the_reader() {
 }
 
 #[test]
+fn labels_follow_the_summary_and_survive_a_check_without_them() {
+    use labels::{GpuFacts, Labels};
+    let h = sample();
+    let facts = GpuFacts {
+        name: Some("NVIDIA H100 80GB HBM3".into()),
+        mem_bytes: Some(81559 << 20),
+        cc: Some((9, 0)),
+    };
+    let l = Labels::new(&[facts.clone(), facts], 2, true, true);
+    let m = merge_extra_with(r#"{"cc":1,"rack":"b12"}"#, &h, Some(&l)).unwrap();
+    assert!(
+        m.starts_with(
+            r#"{"gpu_faulty":"1","gpu_ok":1,"gpu_model":"H100","gpu_mem_gib":80,"cc":9.0,"gpu_count":2,"nvlink":true,"nvswitch":true,"gputopo":{"#
+        ),
+        "{m}"
+    );
+    assert!(m.ends_with(r#","rack":"b12"}"#), "{m}");
+    // A check that could not read the labels keeps them, byte for byte.
+    assert_eq!(merge_extra(&m, &h).unwrap(), m);
+    assert_eq!(parse_extra(&m).unwrap(), Some(h));
+}
+
+#[test]
 fn applies_measured_links() {
     let mut t = crate::topology::NodeTopology::uniform("t", 2, PcieLevel::Sys).unwrap();
     assert!(sample().apply_to(&mut t));
