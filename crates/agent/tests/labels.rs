@@ -27,6 +27,19 @@ fn an_h100_node_publishes_its_labels_next_to_the_health() {
 }
 
 #[test]
+fn a_check_that_reads_no_gpu_keeps_the_published_labels() {
+    let n = Node::new("labels-lost", "all-lost", "", None);
+    let before =
+        r#"{"gpu_model":"V100","gpu_mem_gib":32,"gpu_count":8,"nvlink":true,"nvswitch":false}"#;
+    let (rc, out, err, _) = n.run(&["publish", "--dry-run", "--current-extra", before]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        out.contains(r#""gpu_model":"V100","gpu_mem_gib":32,"gpu_count":8,"nvlink":true,"nvswitch":false,"gputopo""#),
+        "{out}"
+    );
+}
+
+#[test]
 fn two_gb200_racks_give_two_blocks_of_18_nodes() {
     let racks = [
         extra_of("labels-gb1", "gb200-rack1"),

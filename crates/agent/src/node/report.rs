@@ -163,7 +163,8 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
 
 impl NodeReport {
     /// The node's capability labels from what NVML said about Slurm's GPUs; `None` when NVML
-    /// could not be read (the labels already published are then kept).
+    /// could not be read, or told nothing about any GPU (all lost): the labels already
+    /// published are then kept, since the hardware did not change.
     pub fn labels(&self) -> Option<Labels> {
         if self.reading.failure.is_some() || self.gpus.is_empty() {
             return None;
@@ -178,6 +179,9 @@ impl NodeReport {
                 cc: g.ident.cc,
             })
             .collect();
+        if facts.iter().all(|f| *f == GpuFacts::default()) {
+            return None;
+        }
         let links = self
             .reading
             .gpus
