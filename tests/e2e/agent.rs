@@ -9,7 +9,7 @@
 //! which finds slurm.conf and scontrol through its parent slurmd. It also logs each run, so the
 //! restart test can tell a persisted Extra from a freshly published one.
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, repo};
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, field, release, repo};
 use gputopo_core::health::{NodeHealth, Reason, Status, parse_extra};
 use std::path::PathBuf;
 use std::process::Command;
@@ -129,15 +129,31 @@ fn verdicts(h: &NodeHealth) -> Vec<(usize, Status, Vec<Reason>)> {
         .collect()
 }
 
-/// Starts a 2-node cluster of `topology` whose nodes run the given fixtures, with `conf` added
+/// Starts a cluster of `topology` with one node per fixture, with `conf` added
 /// to the test's gputopo.conf; `None` when end-to-end tests are disabled.
-fn start(test: &str, topology: &str, nodes: &[(&str, &str)], conf: &str) -> Option<(Rig, Cluster)> {
+pub(super) fn start(
+    test: &str,
+    topology: &str,
+    nodes: &[(&str, &str)],
+    conf: &str,
+) -> Option<(Rig, Cluster)> {
+    start_with(test, topology, nodes, conf, None)
+}
+
+/// [`start`] with `extra_conf` lines added to slurm.conf.
+pub(super) fn start_with(
+    test: &str,
+    topology: &str,
+    nodes: &[(&str, &str)],
+    conf: &str,
+    extra_conf: Option<String>,
+) -> Option<(Rig, Cluster)> {
     if !e2e_enabled() {
         return None;
     }
     let rig = Rig::new(test, nodes);
     let c = Cluster::up(Opts {
-        nodes: 2,
+        nodes: nodes.len() as u32,
         topology: topology.into(),
         gputopo_conf: Some(format!(
             "# agent keys for the test; the select keys keep their defaults\nNvmlLibrary={}\nXidWaitMs=100\nNvmlTimeoutMs=5000\nPublishTimeoutSec=20\nStateDir={}\n{conf}",
@@ -146,6 +162,7 @@ fn start(test: &str, topology: &str, nodes: &[(&str, &str)], conf: &str) -> Opti
         )),
         health_program: Some(rig.wrapper()),
         health_interval: 5,
+        extra_conf,
         ..Opts::default()
     });
     Some((rig, c))
@@ -154,11 +171,14 @@ fn start(test: &str, topology: &str, nodes: &[(&str, &str)], conf: &str) -> Opti
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn health_check_publishes_per_gpu_health_in_extra() {
-    let Some((rig, c)) = start(
+    // Slurm 24.11+ can route jobs on Extra's flat keys (--extra); 22.05 has no such option.
+    let extra_constraints = !release().starts_with("22.");
+    let Some((rig, c)) = start_with(
         "publish",
         "dgx1v",
         &[("n1", "dgx1v-faults"), ("n2", "no-nvml")],
         "",
+        extra_constraints.then(|| "SchedulerParameters=bf_interval=1,extra_constraints\n".into()),
     ) else {
         return;
     };
@@ -199,11 +219,53 @@ fn health_check_publishes_per_gpu_health_in_extra() {
             "{n} must not be drained:\n{state}"
         );
     }
+    summary_keys_find_the_nodes_with_excluded_gpus(&c, extra_constraints);
     // Publishing only writes on change: the value stays byte-identical across runs.
     let before = extra(&c, "n1");
     let runs = rig.runs();
     c.wait_until("two more health checks", WAIT, || rig.runs() >= runs + 4);
     assert_eq!(extra(&c, "n1"), before);
+}
+
+/// Issue 14 item 7: the flat summary keys ahead of the `gputopo` object make the nodes with
+/// excluded GPUs readable in `sinfo` and `scontrol show node`, and (24.11+) `--extra` routes
+/// on the always-present count of healthy GPUs.
+fn summary_keys_find_the_nodes_with_excluded_gpus(c: &Cluster, extra_constraints: bool) {
+    let sinfo = c.ok("sinfo", &["-N", "-h", "-O", "NodeList:6,Extra:64"]);
+    let row = |n: &str| {
+        sinfo
+            .lines()
+            .find(|l| l.starts_with(n))
+            .unwrap_or_else(|| panic!("no sinfo row for {n}:\n{sinfo}"))
+            .to_string()
+    };
+    assert!(
+        row("n1").contains(r#"{"gpu_faulty":"5-6","gpu_ok":6,"gpu_model":"V100""#),
+        "n1's faulty GPUs lead its Extra:\n{sinfo}"
+    );
+    assert!(
+        row("n2").contains(r#"{"gpu_ok":0,"gpu_unknown":"0-7","gpu"#),
+        "{sinfo}"
+    );
+    assert!(
+        extra(c, "n1").starts_with(r#"{"gpu_faulty":"5-6","gpu_ok":6,"#),
+        "scontrol show node: {}",
+        extra(c, "n1")
+    );
+    if !extra_constraints {
+        return;
+    }
+    for (want, node) in [("gpu_ok>=6", "n1"), ("gpu_ok=0", "n2")] {
+        let extra = format!("--extra={want}");
+        let job = c.sbatch(&[&extra, "--gres=gpu:1", "--wrap", "true"]);
+        c.wait_state(job, "COMPLETED", WAIT);
+        let rec = c.job_record(job);
+        assert_eq!(
+            field(&rec, "NodeList"),
+            Some(node),
+            "--extra={want} must run on {node}:\n{rec}"
+        );
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! End-to-end tests against a real local Slurm cluster started by `contrib/cluster.sh`.
 
 mod agent;
+mod agent_telemetry;
 mod checkpoint;
 mod engine;
 mod foundation;

@@ -46,7 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-fn scontrol(program: &str, args: &[&str]) -> anyhow::Result<String> {
+pub(crate) fn scontrol(program: &str, args: &[&str]) -> anyhow::Result<String> {
     let out = Command::new(program)
         .args(args)
         .output()
@@ -207,7 +207,7 @@ fn gpu_indices(g: &str) -> Vec<usize> {
 
 /// The value of `Key=` in a one-line scontrol record: up to the next ` Word=` (values such as
 /// `Extra` may hold spaces, keys never do).
-fn value(line: &str, key: &str) -> Option<String> {
+pub(crate) fn value(line: &str, key: &str) -> Option<String> {
     let pat = format!("{key}=");
     let start = if line.starts_with(&pat) {
         0

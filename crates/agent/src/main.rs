@@ -10,10 +10,12 @@
 //! their context chain and exit code 1 unless the subcommand documents others.
 #![deny(unsafe_code)] // one exception: node::nvml_raw, two raw NVML calls (see its docs)
 
+mod cmd_features;
 mod cmd_nodes;
 mod cmd_pick;
 mod cmd_simulate;
 mod cmd_topo;
+mod cmd_topology_conf;
 mod node;
 
 use clap::{Parser, Subcommand};
@@ -45,6 +47,10 @@ enum Cmd {
     Publish(node::publish::Args),
     /// Published GPU health of the cluster's nodes, per GPU (runs scontrol).
     Nodes(cmd_nodes::Args),
+    /// slurm.conf Features= suggestions from the nodes' published capability labels.
+    Features(cmd_features::Args),
+    /// Slurm topology/block configuration, one block per published NVLink domain.
+    TopologyConf(cmd_topology_conf::Args),
     /// Replay a job trace on a simulated cluster under several placement policies.
     Simulate(cmd_simulate::Args),
 }
@@ -60,6 +66,8 @@ fn main() {
         Cmd::Publish(a) => node::publish::run(a),
         Cmd::Simulate(a) => cmd_simulate::run(a),
         Cmd::Nodes(a) => cmd_nodes::run(a),
+        Cmd::Features(a) => cmd_features::run(a),
+        Cmd::TopologyConf(a) => cmd_topology_conf::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

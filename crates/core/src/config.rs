@@ -25,6 +25,12 @@
 //! | `XidClearChecks` | 3 | ... and until this many health checks in a row saw no XID on the GPU |
 //! | `StateDir` | /var/lib/gputopo | where the agent keeps its state (sticky XIDs) across runs |
 //! | `PublishRefreshSec` | 300 | `publish` rewrites an unchanged Extra this often (report age) |
+//! | `ThermalMarginC` | 5 | `thermal` within this many °C of the slowdown/shutdown threshold |
+//! | `PowerCapPercent` | 100 | `power_capped` at this share of the enforced power limit (0 = reasons only) |
+//! | `PcieGenDegraded` | no | a PCIe generation below the maximum counts as `pcie_degraded` too |
+//! | `NvlinkErrorsDegraded` | 100 | `nvlink_errors` at this many NVLink errors (0 = off) |
+//! | `TelemetryRaiseChecks` | 2 | checks in a row a telemetry signal must be seen to count |
+//! | `TelemetryClearChecks` | 3 | checks in a row without it before it stops counting |
 //! | `HealthAware` | yes | select: never allocate faulty GPUs |
 //! | `TopologyAware` | yes | select: pick GPU sets by NVLink/PCIe topology |
 //! | `NodeRanking` | yes | select: prefer nodes whose free GPUs form the best set |
@@ -35,6 +41,7 @@
 //! Booleans accept `yes/no`, `true/false`, `1/0`, `on/off` (any case); lists are comma separated.
 
 use crate::health::HealthPolicy;
+use crate::health::telemetry::TelemetryPolicy;
 use crate::keyvalue::{self, LineError};
 use std::path::{Path, PathBuf};
 
@@ -64,6 +71,8 @@ pub struct AgentConfig {
     /// `PublishRefreshSec`: how often `publish` rewrites an unchanged Extra, so that its
     /// timestamp (`t`) tells how old the report is.
     pub publish_refresh_sec: u64,
+    /// Telemetry thresholds and hysteresis (`ThermalMarginC` ... `TelemetryClearChecks`).
+    pub telemetry: TelemetryPolicy,
 }
 
 impl Default for AgentConfig {
@@ -80,6 +89,7 @@ impl Default for AgentConfig {
             xid_clear_checks: 3,
             state_dir: None,
             publish_refresh_sec: 300,
+            telemetry: TelemetryPolicy::default(),
         }
     }
 }
@@ -139,6 +149,12 @@ pub const KEYS: &[&str] = &[
     "XidClearChecks",
     "StateDir",
     "PublishRefreshSec",
+    "ThermalMarginC",
+    "PowerCapPercent",
+    "PcieGenDegraded",
+    "NvlinkErrorsDegraded",
+    "TelemetryRaiseChecks",
+    "TelemetryClearChecks",
     "HealthAware",
     "TopologyAware",
     "NodeRanking",
@@ -221,6 +237,22 @@ impl Config {
                     "StateDir" => a.state_dir = Some(path(v).map_err(err)?),
                     "PublishRefreshSec" => {
                         a.publish_refresh_sec = positive(v, u64::from(u32::MAX)).map_err(err)?;
+                    }
+                    "ThermalMarginC" => {
+                        a.telemetry.thermal_margin_c = num(v, 200).map_err(err)? as u32
+                    }
+                    "PowerCapPercent" => {
+                        a.telemetry.power_cap_percent = num(v, 1000).map_err(err)? as u32;
+                    }
+                    "PcieGenDegraded" => a.telemetry.pcie_gen_degraded = boolean(v).map_err(err)?,
+                    "NvlinkErrorsDegraded" => {
+                        a.telemetry.nvlink_errors_degraded = num(v, u64::MAX).map_err(err)?;
+                    }
+                    "TelemetryRaiseChecks" => {
+                        a.telemetry.raise_checks = positive(v, 1_000_000).map_err(err)? as u32;
+                    }
+                    "TelemetryClearChecks" => {
+                        a.telemetry.clear_checks = positive(v, 1_000_000).map_err(err)? as u32;
                     }
                     "HealthAware" => s.health_aware = boolean(v).map_err(err)?,
                     "TopologyAware" => s.topology_aware = boolean(v).map_err(err)?,

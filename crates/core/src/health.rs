@@ -13,9 +13,11 @@
 pub mod extra;
 mod policy;
 pub mod sticky;
+pub mod telemetry;
 
 pub use extra::{
-    ExtraError, LinkMatrix, MergeRefused, NodeHealth, Parsed, merge_extra, parse_extra, read_extra,
+    ExtraError, LinkMatrix, MergeRefused, NodeHealth, Parsed, merge_extra, merge_extra_with,
+    parse_extra, read_extra,
 };
 pub use policy::{Evidence, HealthPolicy, Reading, RowRemap, judge};
 
@@ -87,6 +89,8 @@ pub enum Reason {
     NotInNvml,
     /// One NVML query failed, so its evidence is missing: `query_failed:<query>`.
     QueryFailed(Cow<'static, str>),
+    /// A telemetry signal held by the hysteresis (`telemetry`): its token, degraded.
+    Sustained(telemetry::Signal),
     /// A token written by a newer agent (kept verbatim, judged `unknown`).
     Other(String),
 }
@@ -102,7 +106,8 @@ impl Reason {
             Reason::EccCorrectable
             | Reason::RetiredPagesPending
             | Reason::RowRemapPending
-            | Reason::XidOther(_) => Status::Degraded,
+            | Reason::XidOther(_)
+            | Reason::Sustained(_) => Status::Degraded,
             Reason::NvmlTimeout
             | Reason::NvmlUnavailable
             | Reason::DriverNotLoaded
@@ -125,6 +130,7 @@ impl Reason {
             Reason::NvmlUnavailable => "nvml_unavailable",
             Reason::DriverNotLoaded => "driver_not_loaded",
             Reason::NotInNvml => "not_in_nvml",
+            Reason::Sustained(g) => g.token(),
             Reason::Xid(n) => return Cow::Owned(format!("xid_{n}")),
             Reason::XidOther(n) => return Cow::Owned(format!("xid_other_{n}")),
             Reason::QueryFailed(q) => return Cow::Owned(format!("query_failed:{q}")),
@@ -146,7 +152,9 @@ impl Reason {
             "driver_not_loaded" => Reason::DriverNotLoaded,
             "not_in_nvml" => Reason::NotInNvml,
             _ => {
-                if let Some(n) = s.strip_prefix("xid_other_").and_then(|n| n.parse().ok()) {
+                if let Some(g) = telemetry::Signal::from_token(s) {
+                    Reason::Sustained(g)
+                } else if let Some(n) = s.strip_prefix("xid_other_").and_then(|n| n.parse().ok()) {
                     Reason::XidOther(n)
                 } else if let Some(n) = s.strip_prefix("xid_").and_then(|n| n.parse().ok()) {
                     Reason::Xid(n)
@@ -268,6 +276,7 @@ mod tests {
             Reason::DriverNotLoaded,
             Reason::NotInNvml,
             Reason::QueryFailed("ecc_mode".into()),
+            Reason::Sustained(telemetry::Signal::PcieDegraded),
             Reason::Other("new_thing".into()),
         ] {
             assert_eq!(Reason::from_token(&r.token()), r);

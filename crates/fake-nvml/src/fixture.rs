@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! Node Name=dgx1v-faults Gpus=8 Driver=550.54.15 SameSocket=PHB [DriverNotLoaded=yes] [NoLibrary=yes]
+//!     [FabricCluster=<32 hex digits> FabricClique=N]   (multi-node NVLink fabric, every GPU)
 //! Gpu Index=5 Uuid=GPU-... BusId=00000000:86:00.0 Minor=5 Socket=1 Cores=20-39 Name="Tesla V100"
 //!     Ecc=on|off|unsupported EccUncVol=2 EccUncAgg=7 EccCorVol=0 EccCorAgg=0
 //!     RetiredPending=yes RetiredDbe=0x1f000,0x2f000 RetiredSbe=
@@ -10,7 +11,10 @@
 //!     Lost=yes | LostAfter=N (calls on this GPU succeed N times, then GPU_IS_LOST)
 //!     HangMs=N [HangCall=nvmlDeviceGetEccMode] (that call sleeps N ms)
 //!     Events=no (XID events not supported)
-//! NvLink Gpu=0 Links=0-1 Remote=00000000:07:00.0 Type=gpu|switch
+//!     MemMiB=81559 Cc=9.0 (total memory, compute capability; unsupported when absent)
+//! NvLink Gpu=0 Links=0-1 Remote=00000000:07:00.0 Type=gpu|switch [Down=yes] [Errors=N]
+//!     (Down: wired but inactive; Errors: replay errors per port)
+//! Telemetry Gpu=3 Temp=88 Slowdown=90 ... (heat, power, clocks, PCIe: see [`telemetry`])
 //! Pcie Gpus=0,1 Level=PIX       (default: SameSocket within a socket, SYS across)
 //! Xid Gpu=2 Xid=79              (delivered once through the event set)
 //! ```
@@ -22,6 +26,9 @@ use gputopo_core::keyvalue::{self, LineError, Pair, check_keys as check, get, pa
 use gputopo_core::topology::PcieLevel;
 use gputopo_core::topology::fixture::{level, parse_pair};
 
+mod telemetry;
+pub use telemetry::FakeTelemetry;
+
 /// Most NVLinks per GPU (NVML_NVLINK_MAX_LINKS in the bindings).
 pub const MAX_LINKS: usize = 18;
 
@@ -32,6 +39,10 @@ pub struct Remote {
     pub bus_id: String,
     /// `nvmlIntNvLinkDeviceType_t`: 0 = GPU, 1 = IBMNPU, 2 = SWITCH.
     pub kind: u32,
+    /// The link is up (`Down=yes` models a wired link that went down).
+    pub active: bool,
+    /// Replay errors on this port (`nvmlDeviceGetNvLinkErrorCounter`).
+    pub errors: u64,
 }
 
 /// One fake GPU.
@@ -73,6 +84,12 @@ pub struct FakeGpu {
     pub xids: Vec<u64>,
     /// NVLink ports.
     pub links: [Option<Remote>; MAX_LINKS],
+    /// Heat, power, clocks and PCIe link; `None`: every such query is not supported.
+    pub telemetry: Option<FakeTelemetry>,
+    /// Total memory in MiB (`None`: not supported).
+    pub mem_mib: Option<u64>,
+    /// CUDA compute capability (`None`: not supported).
+    pub cc: Option<(u32, u32)>,
 }
 
 impl FakeGpu {
@@ -96,6 +113,9 @@ impl FakeGpu {
             events: true,
             xids: Vec::new(),
             links: Default::default(),
+            telemetry: None,
+            mem_mib: None,
+            cc: None,
         }
     }
 }
@@ -117,6 +137,8 @@ pub struct FakeNode {
     pub gpus: Vec<FakeGpu>,
     /// `n`×`n` PCIe levels by NVML index.
     pub pcie: Vec<PcieLevel>,
+    /// The NVLink fabric every GPU registered with: cluster UUID bytes and clique id.
+    pub fabric: Option<([u8; 16], u32)>,
 }
 
 impl FakeNode {
@@ -141,7 +163,7 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
             return Err(LineError::new(
                 line,
                 kind,
-                "a line starts with Node, Gpu, NvLink, Pcie or Xid",
+                "a line starts with Node, Gpu, NvLink, Pcie, Telemetry or Xid",
             ));
         }
         let e = |f: &str, m: String| LineError::new(line, f, m);
@@ -157,6 +179,8 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                     "DriverNotLoaded",
                     "NoLibrary",
                     "SameSocket",
+                    "FabricCluster",
+                    "FabricClique",
                 ],
             )?;
             if node.is_some() {
@@ -180,6 +204,7 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                     name,
                     gpus,
                     pcie: Vec::new(),
+                    fabric: fabric(line, rest)?,
                 },
                 same,
             ));
@@ -216,6 +241,8 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                         "HangMs",
                         "HangCall",
                         "Events",
+                        "MemMiB",
+                        "Cc",
                     ],
                 )?;
                 let i = gpu_index(line, rest, "Index", count)?;
@@ -281,9 +308,19 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                     g.hang_call = v.to_string();
                 }
                 g.events = flag(line, rest, "Events")?.unwrap_or(true);
+                g.mem_mib = num(line, rest, "MemMiB")?.or(g.mem_mib);
+                if let Some(v) = get(rest, "Cc") {
+                    let bad = || e("Cc", format!("'{v}' is not major.minor"));
+                    let (a, b) = v.split_once('.').ok_or_else(bad)?;
+                    g.cc = Some((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?));
+                }
             }
             "nvlink" => {
-                check(line, rest, &["Gpu", "Links", "Remote", "Type"])?;
+                check(
+                    line,
+                    rest,
+                    &["Gpu", "Links", "Remote", "Type", "Down", "Errors"],
+                )?;
                 let i = gpu_index(line, rest, "Gpu", count)?;
                 let ports = get(rest, "Links").ok_or_else(|| e("Links", "missing".into()))?;
                 let ports = gputopo_core::cpulist::parse_members(ports, MAX_LINKS)
@@ -301,6 +338,8 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                         return Err(e("Type", format!("'{other}' is not gpu, ibmnpu or switch")));
                     }
                 };
+                let active = !flag(line, rest, "Down")?.unwrap_or(false);
+                let errors = num(line, rest, "Errors")?.unwrap_or(0);
                 for p in ports {
                     let slot = n.gpus[i]
                         .links
@@ -309,6 +348,8 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                     *slot = Some(Remote {
                         bus_id: remote.to_string(),
                         kind,
+                        active,
+                        errors,
                     });
                 }
             }
@@ -319,6 +360,11 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                 let l = get(rest, "Level").ok_or_else(|| e("Level", "missing".into()))?;
                 pcie_overrides.push((a, b, level(line, "Level", l)?));
             }
+            "telemetry" => {
+                check(line, rest, telemetry::KEYS)?;
+                let i = gpu_index(line, rest, "Gpu", count)?;
+                n.gpus[i].telemetry = Some(telemetry::parse(line, rest)?);
+            }
             "xid" => {
                 check(line, rest, &["Gpu", "Xid"])?;
                 let i = gpu_index(line, rest, "Gpu", count)?;
@@ -328,7 +374,7 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
             _ => {
                 return Err(e(
                     kind,
-                    "unknown line kind (Node, Gpu, NvLink, Pcie, Xid)".into(),
+                    "unknown line kind (Node, Gpu, NvLink, Pcie, Telemetry, Xid)".into(),
                 ));
             }
         }
@@ -352,6 +398,36 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
         n.pcie[b * c + a] = l;
     }
     Ok(n)
+}
+
+/// `FabricCluster=` (32 hex digits) and `FabricClique=`, both or neither.
+fn fabric(line: usize, words: &[Pair<'_>]) -> Result<Option<([u8; 16], u32)>, LineError> {
+    let clique: Option<u32> = num(line, words, "FabricClique")?;
+    let (Some(hex), Some(clique)) = (get(words, "FabricCluster"), clique) else {
+        return match (get(words, "FabricCluster"), clique) {
+            (None, None) => Ok(None),
+            _ => Err(LineError::new(
+                line,
+                "FabricCluster",
+                "FabricCluster and FabricClique go together",
+            )),
+        };
+    };
+    let bad = || {
+        LineError::new(
+            line,
+            "FabricCluster",
+            format!("'{hex}' is not 32 hex digits"),
+        )
+    };
+    if hex.len() != 32 || !hex.is_ascii() {
+        return Err(bad());
+    }
+    let mut uuid = [0u8; 16];
+    for (k, b) in uuid.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&hex[2 * k..2 * k + 2], 16).map_err(|_| bad())?;
+    }
+    Ok(Some((uuid, clique)))
 }
 
 fn flag(line: usize, words: &[Pair<'_>], key: &str) -> Result<Option<bool>, LineError> {
@@ -391,59 +467,7 @@ fn hex_list(v: &str) -> Result<Vec<u64>, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_faults_links_and_levels() {
-        let n = parse(
-            "Node Name=t Gpus=3 SameSocket=NODE\n\
-             Gpu Index=1 Socket=1 Minor=9 EccUncVol=2 RetiredPending=yes RetiredDbe=0x10,20 Remap=1,2,1,0\n\
-             Gpu Index=2 Lost=yes Ecc=unsupported Remap=unsupported HangMs=50\n\
-             NvLink Gpu=0 Links=0-2 Remote=00000000:C1:00.0 Type=switch\n\
-             Pcie Gpus=0,2 Level=PIX\nXid Gpu=1 Xid=79\n",
-        )
-        .unwrap();
-        assert_eq!(n.gpus[1].minor, 9);
-        assert_eq!(n.gpus[1].ecc_counts[1][0], 2);
-        assert_eq!(n.gpus[1].retired[1], vec![0x10, 0x20]);
-        assert_eq!(n.gpus[1].remap, Some([1, 2, 1, 0]));
-        assert!(n.gpus[2].lost && n.gpus[2].ecc.is_none() && n.gpus[2].remap.is_none());
-        assert_eq!(n.gpus[0].links[2].as_ref().map(|r| r.kind), Some(2));
-        assert!(n.gpus[0].links[3].is_none());
-        assert_eq!(n.pcie(0, 1), Some(PcieLevel::Sys));
-        assert_eq!(n.pcie(2, 0), Some(PcieLevel::Pix));
-        assert_eq!(n.gpus[1].xids, vec![79]);
-    }
-
-    #[test]
-    fn errors_name_line_and_field() {
-        let e = parse("Node Gpus=2\nGpu Index=2\n").unwrap_err();
-        assert_eq!((e.line, e.field.as_str()), (2, "Index"));
-        let e = parse("Node Gpus=2\nNvLink Gpu=0 Links=18 Remote=x\n").unwrap_err();
-        assert_eq!(e.field, "Links");
-        assert!(parse("Gpu Index=0").is_err());
-    }
-
-    mod fuzz {
-        use super::super::parse;
-        use proptest::prelude::*;
-        proptest! {
-            #[test]
-            fn no_input_panics(s in "\\PC{0,300}") {
-                let _ = parse(&s);
-            }
-
-            #[test]
-            fn near_misses_never_panic(
-                kind in "(Gpu|NvLink|Pcie|Xid|Node)", k in "(Index|Gpu|Gpus|Links|Remap|Level|Xid|Minor|Ecc|Lost)",
-                v in "[0-9a-zA-Z,-]{0,12}",
-            ) {
-                let _ = parse(&format!("Node Gpus=2\n{kind} {k}={v} Gpu=1 Remote=x\n"));
-            }
-        }
-    }
-}
+mod tests;
 
 #[cfg(test)]
 mod shipped {

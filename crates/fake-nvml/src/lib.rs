@@ -14,7 +14,10 @@
 //! registers for XID events and delivered once each by `nvmlEventSetWait_v2`. Every export runs
 //! under `catch_unwind` and answers `NVML_ERROR_UNKNOWN` (999) instead of unwinding into C.
 
+mod capability;
+mod fabric;
 pub mod fixture;
+mod telemetry;
 
 use fixture::{FakeGpu, FakeNode};
 use nvml_wrapper_sys::bindings::{
@@ -706,7 +709,7 @@ fn link_of(
         .ok_or(NOT_SUPPORTED)
 }
 
-/// `nvmlDeviceGetNvLinkState`: active for every port the fixture lists.
+/// `nvmlDeviceGetNvLinkState`: active for every port the fixture lists without `Down=yes`.
 ///
 /// # Safety
 /// Valid out pointer.
@@ -722,7 +725,8 @@ pub unsafe extern "C" fn nvmlDeviceGetNvLinkState(
             .links
             .get(link as usize)
             .ok_or(INVALID_ARGUMENT)?
-            .is_some();
+            .as_ref()
+            .is_some_and(|r| r.active);
         if !on && g.links.iter().all(Option::is_none) {
             return Err(NOT_SUPPORTED);
         }

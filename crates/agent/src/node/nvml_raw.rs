@@ -1,18 +1,21 @@
-//! The two NVML calls that nvml-wrapper cannot make for us, made raw. This is the only `unsafe`
+//! The NVML calls that nvml-wrapper cannot make for us, made raw. This is the only `unsafe`
 //! in the agent crate (the crate denies `unsafe_code`; this module alone allows it).
 //!
 //! - `nvmlDeviceGetNvLinkRemoteDeviceType`: nvml-wrapper 0.13's `NvLink::remote_device_type`
 //!   writes the answer into a temporary and always returns `Unknown`, so NVSwitch links could
 //!   not be told from GPU links.
 //! - `nvmlDeviceGetRemappedRows`: not wrapped by nvml-wrapper at all.
+//! - `nvmlDeviceGetGpuFabricInfo`: not wrapped either (the multi-node NVLink fabric's cluster
+//!   UUID and clique id, for the node's NVLink domain).
 //!
-//! Both use symbols that `NvmlLib` already resolved (a missing symbol is an error value, not a
+//! All use symbols that `NvmlLib` already resolved (a missing symbol is an error value, not a
 //! crash) and a device handle that a live `Device` borrows from the live `Nvml`.
 #![allow(unsafe_code)]
 
 use nvml_wrapper::Device;
 use nvml_wrapper::Nvml;
 use nvml_wrapper::error::{NvmlError, nvml_try};
+use nvml_wrapper_sys::bindings::{NVML_GPU_FABRIC_STATE_COMPLETED, nvmlGpuFabricInfo_t};
 use std::ffi::c_uint;
 
 /// What is at the far end of an NVLink (`nvmlIntNvLinkDeviceType_t`).
@@ -87,4 +90,35 @@ pub fn remapped_rows(
     };
     nvml_try(rc)?;
     Ok((corr, unc, pending != 0, failure != 0))
+}
+
+/// `nvmlDeviceGetGpuFabricInfo`: the fabric's cluster UUID (hex) and clique id, `None` while
+/// the GPU's fabric registration is not complete (or failed).
+///
+/// # Errors
+/// NVML's error (`NotSupported` without a multi-node fabric, `GpuLost` ...) or a missing symbol.
+pub fn fabric_info(nvml: &Nvml, device: &Device<'_>) -> Result<Option<(String, u32)>, NvmlError> {
+    let f = symbol(
+        &nvml.lib().nvmlDeviceGetGpuFabricInfo,
+        "nvmlDeviceGetGpuFabricInfo",
+    )?;
+    let mut info = nvmlGpuFabricInfo_t {
+        clusterUuid: [0; 16],
+        status: 0,
+        cliqueId: 0,
+        state: 0,
+    };
+    // SAFETY: as above: a live handle, the generated C signature, a valid out pointer to a
+    // struct of the version-1 layout this symbol fills.
+    let rc = unsafe { f(device.handle(), &mut info) };
+    nvml_try(rc)?;
+    if info.state != NVML_GPU_FABRIC_STATE_COMPLETED as u8 || info.status != 0 {
+        return Ok(None);
+    }
+    let uuid: String = info
+        .clusterUuid
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(Some((uuid, info.cliqueId)))
 }

@@ -2,7 +2,7 @@
 //!
 //! NVML calls can hang (a wedged GPU, a stuck driver), and the agent runs as slurmd's
 //! HealthCheckProgram, so nothing here may block without bound. All NVML work runs on worker
-//! threads: one for `nvmlInit`, then one per GPU (identity, health counters, NVLinks), one for
+//! threads: one for `nvmlInit`, then one per GPU (identity, health counters, telemetry, NVLinks), one for
 //! XID events and one for PCIe levels. They report through a channel; the caller waits until
 //! everything arrived or the deadline passed. What did not arrive in time becomes evidence of a
 //! timeout for exactly the GPUs it concerns (`unknown`/`nvml_timeout`), and a hung thread is
@@ -11,6 +11,8 @@
 //! The `Nvml` handle is leaked on purpose: a worker may still be inside a call when the caller
 //! returns, so the library must never be shut down or unloaded under it (and nvml-wrapper's
 //! `Drop` would call `nvmlShutdown` with `.expect()`).
+
+mod telemetry;
 
 use super::nvml_raw::{self, RemoteKind};
 use gputopo_core::health::{Evidence, Reading, Reason, RowRemap};
@@ -40,6 +42,12 @@ pub struct Identity {
     pub name: Option<String>,
     /// CPU affinity.
     pub cores: Vec<u32>,
+    /// Total memory, bytes (capability labels).
+    pub mem_bytes: Option<u64>,
+    /// CUDA compute capability (major, minor).
+    pub cc: Option<(u32, u32)>,
+    /// NVLink fabric (cluster UUID in hex, clique id), when registered with one.
+    pub fabric: Option<(String, u32)>,
 }
 
 /// One end of an active NVLink.
@@ -104,7 +112,7 @@ pub struct Request {
 
 enum Msg {
     Ident(usize, Identity),
-    Health(usize, Evidence),
+    Health(usize, Box<Evidence>),
     Links(usize, Option<Vec<LinkEnd>>),
     Xids(Vec<(Reading<Vec<u32>>, bool)>),
     Pcie(Vec<Option<PcieLevel>>),
@@ -174,7 +182,7 @@ pub fn read(req: &Request) -> NodeReading {
             Msg::Ident(i, id) => gpus[i].ident = id,
             Msg::Health(i, e) => {
                 let lost = gpus[i].evidence.lost;
-                gpus[i].evidence = e;
+                gpus[i].evidence = *e;
                 gpus[i].evidence.lost |= lost;
                 got_health[i] = true;
             }
@@ -248,7 +256,7 @@ fn read_gpu(nvml: &'static Nvml, i: usize, topo: bool, tx: &mpsc::Sender<Msg>) {
             let _ = tx.send(Msg::Ident(i, Identity::default()));
             let _ = tx.send(Msg::Health(
                 i,
-                Evidence {
+                Box::new(Evidence {
                     lost,
                     ecc_enabled: Reading::Failed(msg.clone()),
                     ecc_uncorrected_volatile: Reading::Failed(msg.clone()),
@@ -257,7 +265,7 @@ fn read_gpu(nvml: &'static Nvml, i: usize, topo: bool, tx: &mpsc::Sender<Msg>) {
                     retired_pages_pending: Reading::Failed(msg.clone()),
                     row_remap: Reading::Failed(msg),
                     ..Evidence::default()
-                },
+                }),
             ));
             if topo {
                 let _ = tx.send(Msg::Links(i, None));
@@ -273,6 +281,13 @@ fn read_gpu(nvml: &'static Nvml, i: usize, topo: bool, tx: &mpsc::Sender<Msg>) {
         cores: value(dev.cpu_affinity(16), &mut lost)
             .map(|w| cores(&w))
             .unwrap_or_default(),
+        mem_bytes: value(dev.memory_info().map(|m| m.total), &mut lost),
+        cc: value(
+            dev.cuda_compute_capability()
+                .map(|c| (c.major.max(0) as u32, c.minor.max(0) as u32)),
+            &mut lost,
+        ),
+        fabric: value(nvml_raw::fabric_info(nvml, &dev), &mut lost).flatten(),
     };
     let _ = tx.send(Msg::Ident(i, ident));
     let ecc = |t, c| dev.total_ecc_errors(t, c);
@@ -302,8 +317,9 @@ fn read_gpu(nvml: &'static Nvml, i: usize, topo: bool, tx: &mpsc::Sender<Msg>) {
         }),
         &mut lost,
     );
+    e.telemetry = telemetry::read(&dev, &mut lost);
     e.lost = lost;
-    let _ = tx.send(Msg::Health(i, e));
+    let _ = tx.send(Msg::Health(i, Box::new(e)));
     if topo {
         let _ = tx.send(Msg::Links(
             i,
@@ -328,23 +344,30 @@ fn cores(words: &[std::ffi::c_ulong]) -> Vec<u32> {
 /// Active NVLinks of one GPU; `Some(empty)` on GPUs without NVLink.
 fn read_links(nvml: &Nvml, dev: &Device<'_>) -> Option<Vec<LinkEnd>> {
     let mut out = Vec::new();
-    for l in 0..MAX_LINKS {
+    for l in active_links(dev).ok()? {
         let link = dev.link_wrapper_for(l);
-        match link.is_active() {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(
-                NvmlError::NotSupported | NvmlError::InvalidArg | NvmlError::FailedToLoadSymbol(_),
-            ) => {
-                break;
-            }
-            Err(_) => return None,
-        }
         let remote_bus = link.remote_pci_info().ok()?.bus_id;
         let kind = nvml_raw::remote_device_type(nvml, dev, l).ok()?;
         out.push(LinkEnd { remote_bus, kind });
     }
     Some(out)
+}
+
+/// The NVLink ports of `dev` that are up; empty on GPUs without NVLink. A port that is wired
+/// but down is left out, so it leaves the published topology too.
+fn active_links(dev: &Device<'_>) -> Result<Vec<u32>, NvmlError> {
+    let mut out = Vec::new();
+    for l in 0..MAX_LINKS {
+        match dev.link_wrapper_for(l).is_active() {
+            Ok(true) => out.push(l),
+            Ok(false) => {}
+            Err(
+                NvmlError::NotSupported | NvmlError::InvalidArg | NvmlError::FailedToLoadSymbol(_),
+            ) => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
 }
 
 fn read_xids(nvml: &'static Nvml, n: usize, wait: Duration) -> Vec<(Reading<Vec<u32>>, bool)> {

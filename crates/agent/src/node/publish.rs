@@ -18,7 +18,7 @@
 
 use super::report;
 use super::settings::Settings;
-use gputopo_core::health::{Status, merge_extra};
+use gputopo_core::health::{Status, merge_extra_with};
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -116,10 +116,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .and_then(|h| h.time)
         .filter(|&t| t <= now && now - t < a.publish_refresh_sec);
     health.time = fresh.or(Some(now));
-    let mut merged = merge_extra(&current, &health);
+    let labels = r.labels();
+    let mut merged = merge_extra_with(&current, &health, labels.as_ref());
     if merged.as_deref().is_ok_and(|m| m != current.trim()) && fresh.is_some() {
         health.time = Some(now);
-        merged = merge_extra(&current, &health);
+        merged = merge_extra_with(&current, &health, labels.as_ref());
     }
     let merged = match merged {
         Ok(m) => m,

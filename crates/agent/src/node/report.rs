@@ -2,10 +2,13 @@
 //! health policy, plus the node's topology in the core model and the exit code that sums it up.
 
 use super::mapping;
+use super::nvml_raw::RemoteKind;
 use super::probe::{self, Identity, NodeReading, Request};
 use super::settings::Settings;
 use super::xid_state;
+use gputopo_core::health::extra::labels::{GpuFacts, Labels};
 use gputopo_core::health::sticky::StickyPolicy;
+use gputopo_core::health::telemetry;
 use gputopo_core::health::{Device, GpuHealth, NodeHealth, Reading, Reason, Status, judge};
 use gputopo_core::topology::{Gpu, NodeTopology, PcieLevel};
 use std::time::Duration;
@@ -74,7 +77,7 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
         topology,
     });
     let mut notes = Vec::new();
-    apply_sticky_xids(s, &mut reading, remember, &mut notes);
+    apply_memory(s, &mut reading, remember, &mut notes);
     let devices = devices(&reading);
     let mapping = match mapping::map_node(&s.gres_conf, &s.node, &devices) {
         Ok(m) => m,
@@ -158,9 +161,51 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
     }
 }
 
-/// Adds the XIDs still held for each device (`gputopo_core::health::sticky`) to its evidence;
-/// with `remember`, records this check and saves the state when it changed.
-fn apply_sticky_xids(s: &Settings, r: &mut NodeReading, remember: bool, notes: &mut Vec<String>) {
+impl NodeReport {
+    /// The node's capability labels from what NVML said about Slurm's GPUs; `None` when NVML
+    /// could not be read, or told nothing about any GPU (all lost): the labels already
+    /// published are then kept, since the hardware did not change.
+    pub fn labels(&self) -> Option<Labels> {
+        if self.reading.failure.is_some() || self.gpus.is_empty() {
+            return None;
+        }
+        let facts: Vec<GpuFacts> = self
+            .gpus
+            .iter()
+            .filter(|g| g.nvml.is_some())
+            .map(|g| GpuFacts {
+                name: g.ident.name.clone(),
+                mem_bytes: g.ident.mem_bytes,
+                cc: g.ident.cc,
+            })
+            .collect();
+        if facts.iter().all(|f| *f == GpuFacts::default()) {
+            return None;
+        }
+        let links = self
+            .reading
+            .gpus
+            .iter()
+            .flat_map(|g| g.links.iter().flatten());
+        let (mut nvlink, mut nvswitch) = (false, false);
+        for l in links {
+            nvlink = true;
+            nvswitch |= l.kind == RemoteKind::Switch;
+        }
+        let fabric = self
+            .gpus
+            .iter()
+            .find_map(|g| g.ident.fabric.as_ref())
+            .map(|(uuid, clique)| (uuid.as_str(), *clique));
+        Some(Labels::new(&facts, self.gpus.len(), nvlink, nvswitch).with_domain(fabric))
+    }
+}
+
+/// Adds the XIDs still held for each device (`gputopo_core::health::sticky`) and the telemetry
+/// signals its hysteresis holds (`gputopo_core::health::telemetry`) to its evidence; with
+/// `remember`, records this check and saves the state when it changed. Without, the signals
+/// are still stepped (what this check would conclude) but nothing is saved.
+fn apply_memory(s: &Settings, r: &mut NodeReading, remember: bool, notes: &mut Vec<String>) {
     let a = &s.config.agent;
     let path = xid_state::path(a.state_dir.as_deref(), &s.node);
     let (mut memory, note) = xid_state::load(&path);
@@ -186,6 +231,11 @@ fn apply_sticky_xids(s: &Settings, r: &mut NodeReading, remember: bool, notes: &
             });
             memory.record(&key, seen.as_deref(), now, policy);
         }
+        g.evidence.sustained = memory.step_signals(
+            &key,
+            &telemetry::signals(&g.evidence.telemetry, &a.telemetry),
+            &a.telemetry,
+        );
         let held = memory.held(&key);
         if !held.is_empty() {
             let mut all = g.evidence.xids.value().cloned().unwrap_or_default();

@@ -7,7 +7,8 @@
 //! own keys next to it:
 //!
 //! ```text
-//! {"gputopo":{"v":1,
+//! {"gpu_faulty":"3","gpu_ok":7,               flat summary keys first (see [`flat`])
+//!  "gputopo":{"v":1,
 //!   "gpus":[{"i":0,"s":"ok"},{"i":3,"s":"faulty","r":["ecc_uncorrectable"]}, ...],
 //!   "links":[[0,18,...],[18,0,...],...],     optional: NVLinks per pair, NVSwitch applied
 //!   "pcie":[[0,1,3,...],...],                optional: PCIe level per pair, 0=SB 1=PIX 2=PXB
@@ -31,7 +32,9 @@
 //! considers, so it is cheap: one pass of serde_json over the string, skipping foreign keys
 //! without allocating, and a few small vectors for our part. It never panics (property-tested).
 
+pub mod flat;
 mod gpu_list;
+pub mod labels;
 
 use super::{GpuHealth, Reason, Status};
 use crate::gpuset::{GpuSet, MAX_GPUS};
@@ -340,12 +343,28 @@ pub enum MergeRefused {
     NotObject(String),
 }
 
-/// The new Extra string: `existing` with its `gputopo` key set to `ours`, written first (other
-/// keys kept, in sorted order). Empty and `(null)` count as no value.
+/// The new Extra string: `existing` with its `gputopo` key set to `ours`, after the flat
+/// summary keys of [`flat::health_keys`] (the short, readable part comes first); gputopo's
+/// stale flat keys ([`flat::OWNED`]) are dropped and other keys kept, in sorted order. Empty
+/// and `(null)` count as no value.
 ///
 /// # Errors
 /// [`MergeRefused`] when `existing` is a non-JSON string or JSON that is not an object.
 pub fn merge_extra(existing: &str, ours: &NodeHealth) -> Result<String, MergeRefused> {
+    merge_extra_with(existing, ours, None)
+}
+
+/// [`merge_extra`] with the node's capability labels ([`labels`]) after the summary keys.
+/// Without labels (NVML could not tell this time) the ones already published are kept in
+/// their place, so static facts never disappear or move because of one bad check.
+///
+/// # Errors
+/// [`MergeRefused`] when `existing` is a non-JSON string or JSON that is not an object.
+pub fn merge_extra_with(
+    existing: &str,
+    ours: &NodeHealth,
+    labels: Option<&labels::Labels>,
+) -> Result<String, MergeRefused> {
     let t = existing.trim();
     let preview = || t.chars().take(60).collect::<String>();
     let mut obj = if t.is_empty() || t == "(null)" {
@@ -358,13 +377,39 @@ pub fn merge_extra(existing: &str, ours: &NodeHealth) -> Result<String, MergeRef
         }
     };
     obj.remove("gputopo");
-    let mut out = String::from("{\"gputopo\":");
-    out.push_str(&ours.to_json());
-    for (k, v) in obj {
-        out.push(',');
-        out.push_str(&serde_json::Value::String(k).to_string());
+    for k in flat::OWNED {
+        obj.remove(*k);
+    }
+    let kept: Vec<(String, serde_json::Value)> = labels::KEYS
+        .iter()
+        .filter_map(|k| obj.remove(*k).map(|v| (k.to_string(), v)))
+        .collect();
+    let labels: Vec<(String, serde_json::Value)> = match labels {
+        Some(l) => l
+            .to_flat()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        None => kept,
+    };
+    let mut out = String::from("{");
+    let push = |out: &mut String, k: &str, v: &str| {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::Value::String(k.to_string()).to_string());
         out.push(':');
-        out.push_str(&v.to_string());
+        out.push_str(v);
+    };
+    for (k, v) in flat::health_keys(ours) {
+        push(&mut out, k, &v.to_string());
+    }
+    for (k, v) in labels {
+        push(&mut out, &k, &v.to_string());
+    }
+    push(&mut out, "gputopo", &ours.to_json());
+    for (k, v) in obj {
+        push(&mut out, &k, &v.to_string());
     }
     out.push('}');
     Ok(out)

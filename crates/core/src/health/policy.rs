@@ -13,8 +13,11 @@
 //!   any other XID → `xid_other_<n>` (degraded);
 //! - the worker timed out → `nvml_timeout` (unknown); a query that failed for another reason
 //!   than "not supported" → `query_failed:<query>` (unknown), unless the GPU is lost or timed out
-//!   (those already explain the missing data).
+//!   (those already explain the missing data);
+//! - each telemetry signal the hysteresis holds (`e.sustained`, see `telemetry`) → its token
+//!   (degraded). Telemetry that could not be read is not a gap: it is simply no evidence.
 
+use super::telemetry::{Signal, Telemetry};
 use super::{GpuHealth, Reason};
 use std::borrow::Cow;
 
@@ -38,6 +41,30 @@ impl<T> Reading<T> {
         match self {
             Reading::Value(v) => Some(v),
             _ => None,
+        }
+    }
+
+    /// Both values as a pair; otherwise the first non-value (e.g. a link's current and
+    /// maximum width, which only mean something together).
+    pub fn zip<U>(self, other: Reading<U>) -> Reading<(T, U)> {
+        let lift = |r: Reading<()>| match r {
+            Reading::NotSupported => Reading::NotSupported,
+            Reading::Failed(m) => Reading::Failed(m),
+            Reading::Value(()) | Reading::Missing => Reading::Missing,
+        };
+        match (self, other) {
+            (Reading::Value(a), Reading::Value(b)) => Reading::Value((a, b)),
+            (Reading::Value(_), b) => lift(b.map_unit()),
+            (a, _) => lift(a.map_unit()),
+        }
+    }
+
+    fn map_unit(self) -> Reading<()> {
+        match self {
+            Reading::Value(_) => Reading::Value(()),
+            Reading::NotSupported => Reading::NotSupported,
+            Reading::Failed(m) => Reading::Failed(m),
+            Reading::Missing => Reading::Missing,
         }
     }
 
@@ -80,6 +107,11 @@ pub struct Evidence {
     pub row_remap: Reading<RowRemap>,
     /// XIDs seen during the bounded event wait (`NotSupported` when events are unsupported).
     pub xids: Reading<Vec<u32>>,
+    /// Heat, power, clocks, PCIe and NVLink readings of this check (see `telemetry`).
+    pub telemetry: Telemetry,
+    /// The telemetry signals the hysteresis holds for this device (the caller's memory across
+    /// checks, `telemetry::Track`); each becomes a degraded reason.
+    pub sustained: Vec<Signal>,
 }
 
 /// Thresholds and XID lists (the health part of `gputopo.conf`).
@@ -176,6 +208,7 @@ pub fn judge(index: usize, e: &Evidence, p: &HealthPolicy) -> GpuHealth {
         }
     }
     gap(&mut r, e.xids.is_gap(), "xid_events");
+    r.extend(e.sustained.iter().map(|&g| Reason::Sustained(g)));
     GpuHealth::from_reasons(index, r)
 }
 

@@ -8,9 +8,13 @@
 //! `XidClearChecks` health checks in a row read the GPU's events and saw none. A check that
 //! could not read the GPU's events does not count as clean.
 //!
+//! The same file keeps the hysteresis of the telemetry signals ([`XidMemory::step_signals`],
+//! policy in `telemetry`), per device and signal, so one memory serves both.
+//!
 //! The state is a small JSON file the agent owns (`StateDir`); [`XidMemory::parse`] rejects
 //! anything malformed, and the agent then starts afresh and says so.
 
+use super::telemetry::{Signal, TelemetryPolicy, Track};
 use std::collections::BTreeMap;
 
 /// How long XIDs stick.
@@ -38,6 +42,8 @@ pub struct Remembered {
 pub struct XidMemory {
     /// Device key (UUID or bus id) → what is remembered.
     pub gpus: BTreeMap<String, Remembered>,
+    /// Device key → signal token → its hysteresis (only tracks that are not idle).
+    pub signals: BTreeMap<String, BTreeMap<String, Track>>,
 }
 
 /// Most devices and XIDs per device kept (bounds a hostile or runaway file).
@@ -49,6 +55,8 @@ const VERSION: u32 = 1;
 struct Wire {
     v: u32,
     gpus: BTreeMap<String, Remembered>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    signals: BTreeMap<String, BTreeMap<String, Track>>,
 }
 
 impl XidMemory {
@@ -61,10 +69,17 @@ impl XidMemory {
         if w.v != VERSION {
             return Err(format!("version {} (this gputopo reads {VERSION})", w.v));
         }
-        if w.gpus.len() > MAX_DEVICES || w.gpus.values().any(|r| r.xids.len() > MAX_XIDS) {
+        if w.gpus.len() > MAX_DEVICES
+            || w.gpus.values().any(|r| r.xids.len() > MAX_XIDS)
+            || w.signals.len() > MAX_DEVICES
+            || w.signals.values().any(|t| t.len() > Signal::ALL.len())
+        {
             return Err("too many entries".into());
         }
-        Ok(XidMemory { gpus: w.gpus })
+        Ok(XidMemory {
+            gpus: w.gpus,
+            signals: w.signals,
+        })
     }
 
     /// The state file's text.
@@ -72,6 +87,7 @@ impl XidMemory {
         let w = Wire {
             v: VERSION,
             gpus: self.gpus.clone(),
+            signals: self.signals.clone(),
         };
         serde_json::to_string(&w).unwrap_or_else(|_| String::from("{}"))
     }
@@ -108,6 +124,44 @@ impl XidMemory {
             }
             None => {}
         }
+    }
+
+    /// Steps device `key`'s hysteresis with this check's telemetry (`telemetry::signals`) and
+    /// returns the signals that count now. Idle tracks are not kept, so a healthy device
+    /// costs nothing in the file.
+    pub fn step_signals(
+        &mut self,
+        key: &str,
+        seen: &[(Signal, Option<bool>)],
+        p: &TelemetryPolicy,
+    ) -> Vec<Signal> {
+        if !self.signals.contains_key(key) && self.signals.len() >= MAX_DEVICES {
+            if let Some(k) = self.signals.keys().next().cloned() {
+                self.signals.remove(&k);
+            }
+        }
+        let tracks = self.signals.entry(key.to_string()).or_default();
+        tracks.retain(|token, _| Signal::from_token(token).is_some());
+        let mut on = Vec::new();
+        for &(signal, s) in seen {
+            let t = tracks
+                .get(signal.token())
+                .copied()
+                .unwrap_or_default()
+                .step(s, p);
+            if t.is_idle() {
+                tracks.remove(signal.token());
+            } else {
+                tracks.insert(signal.token().to_string(), t);
+            }
+            if t.on {
+                on.push(signal);
+            }
+        }
+        if tracks.is_empty() {
+            self.signals.remove(key);
+        }
+        on
     }
 
     fn evict_oldest(&mut self) {
@@ -174,6 +228,27 @@ mod tests {
         ] {
             assert!(XidMemory::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn telemetry_tracks_persist_and_idle_ones_vanish() {
+        let p = TelemetryPolicy::default();
+        let hot = [(Signal::Thermal, Some(true)), (Signal::PcieDegraded, None)];
+        let cool = [(Signal::Thermal, Some(false)), (Signal::PcieDegraded, None)];
+        let mut m = XidMemory::default();
+        assert!(
+            m.step_signals("GPU-a", &hot, &p).is_empty(),
+            "one check is not sustained"
+        );
+        // The run survives a round trip through the file, so the next health check counts it.
+        let mut m = XidMemory::parse(&m.to_json()).unwrap();
+        assert_eq!(m.step_signals("GPU-a", &hot, &p), [Signal::Thermal]);
+        for _ in 0..2 {
+            assert_eq!(m.step_signals("GPU-a", &cool, &p), [Signal::Thermal]);
+        }
+        assert!(m.step_signals("GPU-a", &cool, &p).is_empty());
+        assert_eq!(m, XidMemory::default(), "nothing left to remember");
+        assert_eq!(m.to_json(), r#"{"v":1,"gpus":{}}"#, "old readers' format");
     }
 
     #[test]

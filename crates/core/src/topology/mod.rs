@@ -12,6 +12,7 @@
 //!
 //! The model is plain data: building it validates it, and nothing here allocates per decision.
 
+pub mod block_conf;
 pub mod detect;
 pub mod fixture;
 pub mod gres_conf;

@@ -83,7 +83,7 @@ fn partial_records_keep_every_usable_verdict() {
 fn merge_keeps_foreign_keys_and_refuses_plain_strings() {
     let h = sample();
     let m = merge_extra(r#"{"rack":"b12","gputopo":{"v":0}}"#, &h).unwrap();
-    assert!(m.starts_with(r#"{"gputopo":{"v":1,"#));
+    assert!(m.starts_with(r#"{"gpu_faulty":"1","gpu_ok":1,"gputopo":{"v":1,"#));
     assert!(m.ends_with(r#","rack":"b12"}"#));
     assert_eq!(merge_extra(&m, &h).unwrap(), m, "idempotent");
     assert!(matches!(
@@ -94,6 +94,59 @@ fn merge_keeps_foreign_keys_and_refuses_plain_strings() {
         merge_extra("[1]", &h),
         Err(MergeRefused::NotObject(_))
     ));
+}
+
+#[test]
+fn flat_summary_keys_are_replaced_on_merge_and_ignored_by_the_reader() {
+    let h = sample();
+    // A stale summary (GPU 0 was faulty before) and a foreign key of the same family.
+    let stale =
+        r#"{"gpu_faulty":"0","gpu_unknown":"0-1","gpu_ok":0,"gpu_note":"x","gputopo":{"v":1}}"#;
+    let m = merge_extra(stale, &h).unwrap();
+    assert_eq!(
+        m.split(r#","gputopo":"#).next(),
+        Some(r#"{"gpu_faulty":"1","gpu_ok":1"#),
+        "{m}"
+    );
+    assert!(m.ends_with(r#","gpu_note":"x"}"#), "foreign keys stay: {m}");
+    // The plugin's reader sees the same health with or without the flat keys, whatever they say.
+    assert_eq!(parse_extra(&m).unwrap(), Some(h.clone()));
+    let lying = m.replace(
+        r#""gpu_faulty":"1","gpu_ok":1"#,
+        r#""gpu_faulty":[7],"gpu_ok":"x""#,
+    );
+    let p = read_extra(&lying).unwrap().unwrap();
+    assert_eq!((p.health, p.problems), (h.clone(), vec![]));
+    // All GPUs ok: only the count, so `grep gpu_faulty` finds exactly the nodes with faults.
+    let ok = NodeHealth::new(vec![GpuHealth::from_reasons(0, vec![])], None, vec![]);
+    assert!(
+        merge_extra(&m, &ok)
+            .unwrap()
+            .starts_with(r#"{"gpu_ok":1,"gputopo":"#)
+    );
+}
+
+#[test]
+fn labels_follow_the_summary_and_survive_a_check_without_them() {
+    use labels::{GpuFacts, Labels};
+    let h = sample();
+    let facts = GpuFacts {
+        name: Some("NVIDIA H100 80GB HBM3".into()),
+        mem_bytes: Some(81559 << 20),
+        cc: Some((9, 0)),
+    };
+    let l = Labels::new(&[facts.clone(), facts], 2, true, true);
+    let m = merge_extra_with(r#"{"cc":1,"rack":"b12"}"#, &h, Some(&l)).unwrap();
+    assert!(
+        m.starts_with(
+            r#"{"gpu_faulty":"1","gpu_ok":1,"gpu_model":"H100","gpu_mem_gib":80,"cc":9.0,"gpu_count":2,"nvlink":true,"nvswitch":true,"gputopo":{"#
+        ),
+        "{m}"
+    );
+    assert!(m.ends_with(r#","rack":"b12"}"#), "{m}");
+    // A check that could not read the labels keeps them, byte for byte.
+    assert_eq!(merge_extra(&m, &h).unwrap(), m);
+    assert_eq!(parse_extra(&m).unwrap(), Some(h));
 }
 
 #[test]

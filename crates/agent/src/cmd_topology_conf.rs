@@ -1,0 +1,47 @@
+//! `gputopo topology-conf`: Slurm `topology/block` configuration (topology.conf) with one
+//! block per NVLink domain, from the `nvlink_domain` the nodes published in `Extra` (rule:
+//! `gputopo_core::topology::block_conf`). Runs wherever a Slurm client works.
+
+use crate::cmd_nodes;
+use gputopo_core::topology::block_conf::block_conf;
+
+pub use crate::cmd_features::Args;
+
+/// Runs the subcommand. Exit code 0, or 1 when scontrol fails.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let nodes = crate::cmd_features::show_nodes(&args)?;
+    print!("{}", block_conf(&domains(&nodes)));
+    Ok(0)
+}
+
+/// (node, published NVLink domain) for `scontrol show node -o` output.
+pub fn domains(nodes: &str) -> Vec<(String, Option<String>)> {
+    nodes
+        .lines()
+        .filter(|l| l.starts_with("NodeName="))
+        .map(|line| {
+            let name = cmd_nodes::value(line, "NodeName").unwrap_or_default();
+            let extra = cmd_nodes::value(line, "Extra").unwrap_or_default();
+            let domain = serde_json::from_str::<serde_json::Value>(&extra)
+                .ok()
+                .and_then(|v| v.get("nvlink_domain")?.as_str().map(str::to_string));
+            (name, domain)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_each_nodes_domain() {
+        let show = "NodeName=r1n1 Extra={\"gpu_ok\":4,\"nvlink_domain\":\"ab.1\"} State=IDLE\n\
+                    NodeName=r1n2 Extra=(null) State=IDLE\n";
+        assert_eq!(
+            super::domains(show),
+            [
+                ("r1n1".to_string(), Some("ab.1".to_string())),
+                ("r1n2".to_string(), None)
+            ]
+        );
+    }
+}

@@ -1,0 +1,113 @@
+//! Telemetry through the real nvml-wrapper code path against the fake NVML (issue 13 items 1, 2
+//! and 7): one fixture per signal (tests/fixtures/nvml/dgx1v-telemetry.fx: hot, power-capped,
+//! HW slowdown, x4 link, NVLink errors, an NVLink down) and an XID storm (xid-storm.fx).
+
+mod common;
+
+use common::{Node, Row, fixture, s};
+use serde_json::Value;
+
+fn bad(rows: &[Row]) -> Vec<(u64, String, Vec<String>)> {
+    rows.iter()
+        .filter(|r| r.1 != "ok")
+        .map(|r| (r.0, r.1.clone(), r.2.clone()))
+        .collect()
+}
+
+fn publish(n: &Node) {
+    let (rc, out, err, _) = n.run(&["publish", "--scontrol", "/bin/true", "--current-extra", ""]);
+    assert_eq!(rc, 0, "{out}{err}");
+}
+
+#[test]
+fn each_telemetry_signal_degrades_its_gpu_only_while_sustained() {
+    let mut n = Node::new("telemetry", "dgx1v-telemetry", "", None);
+    std::fs::write(
+        n.dir.join("gputopo.conf"),
+        format!(
+            "NvmlTimeoutMs=30000\nStateDir={}\n",
+            n.dir.join("state").display()
+        ),
+    )
+    .expect("gputopo.conf");
+    let degraded = |i: u64, r: &str| (i, "degraded".to_string(), s(&[r]));
+    let planted = vec![
+        degraded(1, "thermal"),
+        degraded(2, "power_capped"),
+        degraded(3, "hw_slowdown"),
+        degraded(4, "pcie_degraded"),
+        degraded(5, "nvlink_errors"),
+    ];
+    // One check alone is not sustained (TelemetryRaiseChecks=2): nothing flaps on a blip.
+    let (rc, rows) = n.health();
+    assert_eq!((rc, bad(&rows)), (0, vec![]));
+    // The health check remembers the first sighting; the next check makes it count.
+    publish(&n);
+    assert_eq!(bad(&n.health().1), planted);
+    publish(&n);
+    // The GPUs cool down: the signals hold for TelemetryClearChecks=3 clean checks.
+    let cool = n.dir.join("cool.fx");
+    let text = std::fs::read_to_string(fixture("dgx1v-telemetry")).expect("fixture");
+    let gpu0 = text
+        .lines()
+        .find(|l| l.starts_with("Telemetry Gpu=0 "))
+        .expect("GPU 0's telemetry")
+        .to_string();
+    let text: String = text
+        .lines()
+        .map(|l| match l.strip_prefix("Telemetry Gpu=") {
+            Some(rest) => gpu0.replacen("Gpu=0", &format!("Gpu={}", &rest[..1]), 1),
+            None => l.replace(" Errors=150", ""),
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&cool, text).expect("cool fixture");
+    n.fixture = cool.display().to_string();
+    publish(&n);
+    assert_eq!(
+        bad(&n.health().1),
+        planted,
+        "two clean checks are not enough"
+    );
+    publish(&n);
+    assert_eq!(
+        bad(&n.health().1),
+        vec![],
+        "the third clean check clears them"
+    );
+}
+
+#[test]
+fn an_nvlink_that_is_down_leaves_the_published_topology() {
+    let n = Node::new("nvlink-down", "dgx1v-telemetry", "", None);
+    let (rc, extra, err, _) = n.run(&["publish", "--dry-run", "--current-extra", ""]);
+    assert_eq!(rc, 0, "{err}");
+    let v: Value = serde_json::from_str(extra.trim()).expect("JSON");
+    let links = &v["gputopo"]["links"];
+    // GPUs 6 and 7 have two wired NVLinks, both down; every other pair keeps its links.
+    assert_eq!(
+        (links[6][7].as_u64(), links[7][6].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(links[4][7].as_u64(), Some(2), "{links}");
+    assert_eq!(links[0][3].as_u64(), Some(2), "{links}");
+    let (_, matrix, _, _) = n.run(&["topology", "--format", "matrix"]);
+    let row6: Vec<&str> = matrix
+        .lines()
+        .find(|l| l.starts_with("GPU6\t"))
+        .unwrap_or_else(|| panic!("{matrix}"))
+        .split('\t')
+        .collect();
+    assert_eq!((row6[5], row6[8]), ("NV1", "PIX"), "{matrix}");
+}
+
+#[test]
+fn an_xid_storm_gives_each_reason_once_and_ignores_application_xids() {
+    let n = Node::new("xid-storm", "xid-storm", "", None);
+    let (rc, rows) = n.health();
+    assert_eq!(
+        bad(&rows),
+        vec![(1, "faulty".to_string(), s(&["xid_79", "xid_other_62"]))]
+    );
+    assert_eq!(rc, 4);
+}

@@ -1,0 +1,64 @@
+//! Slurm `topology/block` configuration from the NVLink domains the nodes published
+//! (`nvlink_domain`, from each GPU's fabric cluster UUID and clique id).
+//!
+//! Why: on GB200-class racks one NVLink domain spans many nodes (an NVL72 rack is 18 nodes of
+//! 4 GPUs), and a multi-node job is only as fast as its slowest link; `topology/block` keeps a
+//! job inside one block when it fits. One block per domain, named `nvl1`, `nvl2`, ... in the
+//! order the domains first appear; nodes without a domain are in no block (listed in a
+//! comment), which Slurm treats as outside every block.
+
+/// The `topology.conf` text for `(node, domain)` pairs (in `scontrol show node` order).
+pub fn block_conf(nodes: &[(String, Option<String>)]) -> String {
+    let mut blocks: Vec<(&str, Vec<&str>)> = Vec::new();
+    let mut none = Vec::new();
+    for (node, domain) in nodes {
+        match domain.as_deref() {
+            Some(d) => match blocks.iter_mut().find(|(k, _)| *k == d) {
+                Some((_, members)) => members.push(node),
+                None => blocks.push((d, vec![node])),
+            },
+            None => none.push(node.as_str()),
+        }
+    }
+    let mut out = String::from(
+        "# topology.conf for TopologyPlugin=topology/block, written by gputopo topology-conf\n",
+    );
+    for (k, (domain, members)) in blocks.iter().enumerate() {
+        out.push_str(&format!(
+            "# NVLink domain {domain}: {} nodes\nBlockName=nvl{} Nodes={}\n",
+            members.len(),
+            k + 1,
+            members.join(",")
+        ));
+    }
+    if !none.is_empty() {
+        out.push_str(&format!(
+            "# no NVLink domain published: {}\n",
+            none.join(",")
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_block_per_domain_in_order_of_appearance() {
+        let d = |s: &str| Some(s.to_string());
+        let nodes = vec![
+            ("r1n1".to_string(), d("aa.1")),
+            ("r2n1".to_string(), d("bb.1")),
+            ("r1n2".to_string(), d("aa.1")),
+            ("login".to_string(), None),
+        ];
+        assert_eq!(
+            block_conf(&nodes),
+            "# topology.conf for TopologyPlugin=topology/block, written by gputopo topology-conf\n\
+             # NVLink domain aa.1: 2 nodes\nBlockName=nvl1 Nodes=r1n1,r1n2\n\
+             # NVLink domain bb.1: 1 nodes\nBlockName=nvl2 Nodes=r2n1\n\
+             # no NVLink domain published: login\n"
+        );
+    }
+}

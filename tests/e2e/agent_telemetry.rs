@@ -1,0 +1,128 @@
+//! Agent end-to-end tests of issue 13: sustained telemetry makes the planted GPUs degraded and
+//! used last, an NVLink that went down leaves the published topology, and capability labels
+//! route jobs on a mixed fleet (`--constraint` through `gputopo features` on every release,
+//! `--extra` on 24.11+). The clusters and fixtures come from `super::agent`.
+
+use super::agent::{extra, health, start, start_with};
+use super::harness::{Cluster, WAIT, field, release};
+use gputopo_core::gpuset::GpuSet;
+use gputopo_core::health::Status;
+
+/// Issue 13 item 7: sustained telemetry signals (two health checks in a row) make exactly the
+/// planted GPUs degraded, the NVLinks that went down leave the published matrix, and a 2-GPU
+/// job then takes the only unthrottled pair (6,7, now PCIe only) instead of an NVLink pair of
+/// throttled GPUs, which gputopo would pick on a cool node.
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn throttled_gpus_are_used_last_and_a_down_nvlink_leaves_the_topology() {
+    let Some((_rig, c)) = start(
+        "telemetry",
+        "dgx1v",
+        &[("n1", "dgx1v-telemetry"), ("n2", "dgx1v-telemetry")],
+        "",
+    ) else {
+        return;
+    };
+    let degraded =
+        |c: &Cluster| health(c, "n1").map_or(GpuSet::EMPTY, |h| h.with_status(Status::Degraded));
+    c.wait_until("n1's telemetry signals to be sustained", WAIT, || {
+        degraded(&c) == GpuSet::parse_list("1-5").unwrap_or_default()
+    });
+    let h = health(&c, "n1").expect("n1 health");
+    let reasons: Vec<String> = h
+        .gpus
+        .iter()
+        .flat_map(|g| g.reasons.iter().map(|r| format!("{}:{r}", g.index)))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "1:thermal",
+            "2:power_capped",
+            "3:hw_slowdown",
+            "4:pcie_degraded",
+            "5:nvlink_errors"
+        ],
+        "{}",
+        extra(&c, "n1")
+    );
+    let links = h.links.as_ref().expect("a complete matrix");
+    assert_eq!((links.get(6, 7), links.get(4, 7)), (Some(0), Some(2)));
+    let job = c.sbatch(&["-w", "n1", "--gres=gpu:2", "--wrap", "sleep 300"]);
+    c.wait_state(job, "RUNNING", WAIT);
+    assert_eq!(c.gres_idx(job), vec![("n1".to_string(), vec![6, 7])]);
+    let _ = c.run("scancel", &[&job.to_string()]);
+}
+
+/// Issue 13 item 4: on a mixed fleet (V100 16 GB, A100 80 GB, H100 80 GB) the agent publishes
+/// capability labels next to the health, `gputopo features` turns them into `Features=` that
+/// route `--constraint` on every release, and on 24.11+ `--extra` routes on the labels
+/// themselves (numbers compared as numbers).
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn capability_labels_route_jobs_on_a_mixed_fleet() {
+    let extra_constraints = !release().starts_with("22.");
+    let Some((_rig, c)) = start_with(
+        "labels",
+        "dgx1v",
+        &[
+            ("n1", "fleet-v100-16"),
+            ("n2", "fleet-a100-80"),
+            ("n3", "fleet-h100-80"),
+        ],
+        "",
+        extra_constraints.then(|| "SchedulerParameters=bf_interval=1,extra_constraints\n".into()),
+    ) else {
+        return;
+    };
+    c.wait_until("every node to publish its labels", WAIT, || {
+        ["n1", "n2", "n3"]
+            .iter()
+            .all(|n| extra(&c, n).contains("\"gpu_model\""))
+    });
+    assert!(
+        extra(&c, "n3").starts_with(
+            r#"{"gpu_ok":8,"gpu_model":"H100","gpu_mem_gib":80,"cc":9.0,"gpu_count":8,"nvlink":true,"nvswitch":false,"gputopo":"#
+        ),
+        "{}",
+        extra(&c, "n3")
+    );
+    let bin = super::harness::gputopo_bin();
+    let out = c
+        .cmd(&bin.to_string_lossy())
+        .arg("features")
+        .output()
+        .expect("gputopo features");
+    let features = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        features,
+        "NodeName=n1 Features=v100,gpumem16,cc70,nvlink\n\
+         NodeName=n2 Features=a100,gpumem80,cc80,nvlink\n\
+         NodeName=n3 Features=h100,gpumem80,cc90,nvlink\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in features.lines() {
+        let mut words = line.split(' ');
+        let (node, f) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+        let f = f.trim_start_matches("Features=");
+        let (avail, active) = (
+            format!("AvailableFeatures={f}"),
+            format!("ActiveFeatures={f}"),
+        );
+        c.ok("scontrol", &["update", node, &avail, &active]);
+    }
+    let runs_on = |opt: &str, node: &str| {
+        let job = c.sbatch(&[opt, "--gres=gpu:1", "--wrap", "true"]);
+        c.wait_state(job, "COMPLETED", WAIT);
+        let rec = c.job_record(job);
+        assert_eq!(field(&rec, "NodeList"), Some(node), "{opt}:\n{rec}");
+    };
+    runs_on("--constraint=gpumem80&cc90", "n3");
+    runs_on("--constraint=a100", "n2");
+    if extra_constraints {
+        runs_on("--extra=gpu_mem_gib>=80&cc>=9.0", "n3");
+        runs_on("--extra=gpu_mem_gib>=80&cc<9.0", "n2");
+        runs_on("--extra=gpu_model=V100", "n1");
+    }
+}
