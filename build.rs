@@ -344,6 +344,13 @@ fn link_slurmfull(release: &str) {
             .join(format!("slurm-{release}/lib/slurm")),
         })
     });
+    if let Some(d) = &dir {
+        // A release installed after a first build must be linked on the next one.
+        println!(
+            "cargo::rerun-if-changed={}",
+            d.join("libslurmfull.so").display()
+        );
+    }
     match dir.filter(|d| d.join("libslurmfull.so").is_file()) {
         Some(dir) => {
             println!("cargo::rustc-link-search=native={}", dir.display());
