@@ -6,33 +6,91 @@
 //! 2. Runs bindgen over `slurm-headers/wrapper.h` (our wrapper headers, which include Slurm
 //!    the way a stock plugin does) into `$OUT_DIR/slurm_bindings.rs`, with per-header
 //!    allowlists and bindgen's layout tests on (they catch struct drift between releases).
-//! 3. Parses `SLURM_VERSION_NUMBER` from the tree's `slurm/slurm_version.h` and maps it to an
-//!    ABI generation through [`ABI_GENERATIONS`], emitted as `cfg(select_abi = "...")`.
-//!    An unknown release fails the build instead of guessing.
+//! 3. Parses `SLURM_VERSION_NUMBER` from the tree's `slurm/slurm_version.h` and maps its
+//!    major.minor through [`SERIES`] to the entry-point tables, emitted as
+//!    `cfg(select_abi = "...")` and `cfg(priority_abi = "...")`, plus the ordered
+//!    [`MILESTONES`] (`cfg(slurm_25_05)`, ...) for struct and prototype changes that do not
+//!    follow the tables. An unknown release fails the build instead of guessing.
 //! 4. Links `libslurmfull` of the installed release (see `slurm_lib_dir` for why).
 
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Slurm major.minor → select ABI generation (named after the first release that has it).
-/// The select API (`node_select_syms[]`): 36 `select_p_*` in 22.05, 31 in 23.11 to 24.11.
-const ABI_GENERATIONS: &[((u32, u32), &str)] = &[
-    ((22, 5), "22.05"),
-    ((23, 11), "23.11"),
-    ((24, 5), "23.11"),
-    ((24, 11), "23.11"),
+/// One Slurm release series (major.minor) and the entry-point tables its plugin exports.
+struct Series {
+    release: (u32, u32),
+    /// `cfg(select_abi)`: the `node_select_syms[]` generation (named after its first release).
+    select: &'static str,
+    /// `cfg(priority_abi)`: the priority `syms[]` generation.
+    priority: &'static str,
+}
+
+/// Every supported series. `node_select_syms[]` (src/interfaces/select.c; 22.05
+/// src/common/select.c): 36 `select_p_*` in 22.05, 31 in 24.11, 12 in 25.05 and 25.11, 13 in
+/// 26.05 (`select_p_job_mem_reduce`). Priority `syms[]`: 6 in 22.05, 8 in 24.11 and 25.05, 7
+/// from 25.11 (`calc_fs_factor` removed).
+const SERIES: &[Series] = &[
+    Series {
+        release: (22, 5),
+        select: "22.05",
+        priority: "22.05",
+    },
+    Series {
+        release: (24, 11),
+        select: "23.11",
+        priority: "24.05",
+    },
+    Series {
+        release: (25, 5),
+        select: "25.05",
+        priority: "24.05",
+    },
+    Series {
+        release: (25, 11),
+        select: "25.05",
+        priority: "25.11",
+    },
+    Series {
+        release: (26, 5),
+        select: "26.05",
+        priority: "25.11",
+    },
 ];
 
-/// Every value `select_abi` may take (for `rustc-check-cfg`).
-const SELECT_ABI_VALUES: &[&str] = &["22.05", "23.11"];
+/// Series between the supported ones that need a port of their own first (checked against
+/// slurm-23-11-4-1 and slurm-24-05-8-1): named in the build error so nobody guesses.
+const NOT_PORTED: &[((u32, u32), &str)] = &[
+    (
+        (23, 11),
+        "no src/common/job_record.h (the record is in src/slurmctld/slurmctld.h, with 22.05's priority_array and no qos_list), and a fourth priority table (7 symbols: recover but no thread_start; the factor list still takes req_msg)",
+    ),
+    (
+        (24, 5),
+        "select_p_job_test has no will_run_data_t argument, job_record_t.part_prio is a priority_parts_t and there is no qos_list",
+    ),
+];
+
+/// Every value `select_abi` / `priority_abi` may take (for `rustc-check-cfg`).
+const SELECT_ABI_VALUES: &[&str] = &["22.05", "23.11", "25.05", "26.05"];
+const PRIORITY_ABI_VALUES: &[&str] = &["22.05", "24.05", "25.11"];
+
+/// Ordered milestones that do not line up with the entry-point tables: `cfg(NAME)` is set for a
+/// tree at or after the release. `slurm_25_05`: `running_in_slurmctld` became a macro over
+/// `slurm_run_in_daemon`, `job_record_t.part_prio` became `prio_mult`. `slurm_25_11`: the stock
+/// `fini` returns `void`, `usage->fs_factor` is the only fair-share value sshare reads.
+/// `slurm_26_05`: `slurmctld_lock_t.select_node`, `priority_factors_object_t.step_id`.
+const MILESTONES: &[(u32, &str)] = &[
+    (0x19_05_00, "slurm_25_05"),
+    (0x19_0b_00, "slurm_25_11"),
+    (0x1a_05_00, "slurm_26_05"),
+];
 
 /// Where each release's `libslurmfull.so` is installed when no `SLURM_LIB_DIR` is given:
-/// Debian's packages for 22.05.8, contrib/slurm-install.sh's prefix for 24.11.5.
-const DEFAULT_LIB_DIRS: &[(&str, &str)] = &[
-    ("22.05.8", "/usr/lib/x86_64-linux-gnu/slurm-wlm"),
-    ("24.11.5", "/var/cache/gputopo/slurm-24.11.5/lib/slurm"),
-];
+/// Debian's packages for 22.05.8; every other release under
+/// `${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-VERSION/lib/slurm` (contrib/slurm-install.sh's
+/// prefix for 24.11.5, and where a hand-built release is installed the same way).
+const DEBIAN_LIB_DIRS: &[(&str, &str)] = &[("22.05.8", "/usr/lib/x86_64-linux-gnu/slurm-wlm")];
 
 /// bindgen allowlists, grouped by the wrapper header that brings the items in.
 /// (regexes; bindgen also pulls in whatever these items reference.)
@@ -62,6 +120,7 @@ const ALLOWLISTS: &[Allow] = &[
             "slurm_xcalloc",
             "slurm_xfree",
             "slurm_running_in_slurmctld",
+            "slurm_run_in_daemon",
         ],
         vars: &[
             "SLURM_VERSION_NUMBER",
@@ -151,48 +210,60 @@ fn main() {
 fn run() -> Result<(), String> {
     println!("cargo::rerun-if-env-changed=SLURM_SRC_DIR");
     println!("cargo::rerun-if-env-changed=SLURM_LIB_DIR");
-    let values: Vec<String> = SELECT_ABI_VALUES
-        .iter()
-        .map(|v| format!("\"{v}\""))
-        .collect();
-    println!(
-        "cargo::rustc-check-cfg=cfg(select_abi, values({}))",
-        values.join(", ")
-    );
+    check_cfg("select_abi", SELECT_ABI_VALUES);
+    check_cfg("priority_abi", PRIORITY_ABI_VALUES);
+    for (_, name) in MILESTONES {
+        println!("cargo::rustc-check-cfg=cfg({name})");
+    }
 
     let src = env::var_os("SLURM_SRC_DIR").map(PathBuf::from).ok_or(
-        "SLURM_SRC_DIR is not set; run `export SLURM_SRC_DIR=$(slurm-headers/fetch-slurm.sh 22.05.8)` (or 24.11.5) first",
+        "SLURM_SRC_DIR is not set; run `export SLURM_SRC_DIR=$(slurm-headers/fetch-slurm.sh 22.05.8)` (or 24.11.5, or point it at your own tree of a supported release) first",
     )?;
     let version_h = src.join("slurm/slurm_version.h");
     let version = read_version(&version_h)?;
     let (major, minor, micro) = (version >> 16, (version >> 8) & 0xff, version & 0xff);
-    let generation = ABI_GENERATIONS
+    let series = SERIES
         .iter()
-        .find(|((ma, mi), _)| *ma == major && *mi == minor)
-        .map(|(_, g)| *g)
+        .find(|s| s.release == (major, minor))
         .ok_or_else(|| {
+            if let Some((_, why)) = NOT_PORTED.iter().find(|(r, _)| *r == (major, minor)) {
+                return format!(
+                    "Slurm {major}.{minor:02}.{micro} (from {}) is not supported yet: {why}",
+                    version_h.display()
+                );
+            }
+            let known: Vec<String> = SERIES
+                .iter()
+                .map(|s| format!("{}.{:02}", s.release.0, s.release.1))
+                .collect();
             format!(
-                "Slurm {major}.{minor:02}.{micro} (from {}) is not a supported release; add its ABI generation to ABI_GENERATIONS in build.rs after checking node_select_syms[]",
-                version_h.display()
+                "Slurm {major}.{minor:02}.{micro} (from {}) is not a supported release (supported series: {}); add it to SERIES in build.rs after checking node_select_syms[] and the priority syms[]",
+                version_h.display(),
+                known.join(", ")
             )
         })?;
-    println!("cargo::rustc-cfg=select_abi=\"{generation}\"");
+    println!("cargo::rustc-cfg=select_abi=\"{}\"", series.select);
+    println!("cargo::rustc-cfg=priority_abi=\"{}\"", series.priority);
+    for (since, name) in MILESTONES {
+        if version & 0x00ff_ffff >= *since {
+            println!("cargo::rustc-cfg={name}");
+        }
+    }
     println!("cargo::rustc-env=GPUTOPO_SLURM_RELEASE={major}.{minor:02}.{micro}");
 
-    // priority/gputopo (added by the priority helper): 6 priority_p_* in 22.05, 8 in 23.11-24.11.
-    println!("cargo::rustc-check-cfg=cfg(priority_abi, values(\"22.05\", \"23.11\"))");
-    println!(
-        "cargo::rustc-cfg=priority_abi=\"{}\"",
-        if generation == "22.05" {
-            "22.05"
-        } else {
-            "23.11"
-        }
-    );
-    compile_priority_shim();
+    compile_priority_shim(series.priority != "25.11");
     generate_bindings(&src)?;
     link_slurmfull(&format!("{major}.{minor:02}.{micro}"));
     Ok(())
+}
+
+/// Declares a cfg and its values to rustc's `check-cfg`.
+fn check_cfg(name: &str, values: &[&str]) {
+    let values: Vec<String> = values.iter().map(|v| format!("\"{v}\"")).collect();
+    println!(
+        "cargo::rustc-check-cfg=cfg({name}, values({}))",
+        values.join(", ")
+    );
 }
 
 /// `SLURM_VERSION_NUMBER` as configure writes it: `#define SLURM_VERSION_NUMBER 0x160508`.
@@ -262,12 +333,24 @@ fn generate_bindings(src: &Path) -> Result<(), String> {
 /// and leaves the symbols undefined (they still resolve at load time inside Slurm). With the
 /// library, the cdylib is linked with `-z defs`, so the linker really checks every reference.
 fn link_slurmfull(release: &str) {
+    println!("cargo::rerun-if-env-changed=GPUTOPO_CACHE");
     let dir = env::var_os("SLURM_LIB_DIR").map(PathBuf::from).or_else(|| {
-        DEFAULT_LIB_DIRS
-            .iter()
-            .find(|(r, _)| *r == release)
-            .map(|(_, d)| PathBuf::from(d))
+        let debian = DEBIAN_LIB_DIRS.iter().find(|(r, _)| *r == release);
+        Some(match debian {
+            Some((_, d)) => PathBuf::from(d),
+            None => PathBuf::from(
+                env::var("GPUTOPO_CACHE").unwrap_or_else(|_| "/var/cache/gputopo".into()),
+            )
+            .join(format!("slurm-{release}/lib/slurm")),
+        })
     });
+    if let Some(d) = &dir {
+        // A release installed after a first build must be linked on the next one.
+        println!(
+            "cargo::rerun-if-changed={}",
+            d.join("libslurmfull.so").display()
+        );
+    }
     match dir.filter(|d| d.join("libslurmfull.so").is_file()) {
         Some(dir) => {
             println!("cargo::rustc-link-search=native={}", dir.display());
@@ -286,14 +369,20 @@ fn link_slurmfull(release: &str) {
 /// The C shim of the priority role (slurm-headers/priority_shim.c): `priority_p_calc_fs_factor`
 /// takes `long double`s, which Rust cannot express. rustc exports only Rust symbols from a
 /// cdylib (its version script hides the rest), so a second version script makes the shim's
-/// entry point global; GNU ld merges the two.
-fn compile_priority_shim() {
+/// entry point global; GNU ld merges the two. From 25.11 the priority API has no
+/// `calc_fs_factor` (`with_calc_fs_factor` false): the shim then only converts `long double`s.
+fn compile_priority_shim(with_calc_fs_factor: bool) {
     let shim = "slurm-headers/priority_shim.c";
     println!("cargo::rerun-if-changed={shim}");
-    cc::Build::new()
-        .file(shim)
-        .flag_if_supported("-Wall")
-        .compile("gputopo_priority_shim");
+    let mut build = cc::Build::new();
+    build.file(shim).flag_if_supported("-Wall");
+    if with_calc_fs_factor {
+        build.define("GPUTOPO_CALC_FS_FACTOR", None);
+    }
+    build.compile("gputopo_priority_shim");
+    if !with_calc_fs_factor {
+        return;
+    }
     let out = PathBuf::from(env::var("OUT_DIR").unwrap_or_default()).join("priority_shim.ver");
     if fs::write(&out, "{ global: priority_p_calc_fs_factor; };\n").is_ok() {
         println!(

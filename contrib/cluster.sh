@@ -71,10 +71,10 @@ release_paths() { # sets BIN SBIN PLUGINS for $release
   fi
   case $release in
     22.05.8) BIN=/usr/bin SBIN=/usr/sbin PLUGINS=/usr/lib/x86_64-linux-gnu/slurm-wlm ;;
-    24.11.5)
-      local p=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-24.11.5
+    *)
+      # 24.11.5 (contrib/slurm-install.sh) and every release installed the same way by hand.
+      local p=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$release
       BIN=$p/bin SBIN=$p/sbin PLUGINS=$p/lib/slurm ;;
-    *) die "unsupported release '$release' (supported: 22.05.8, 24.11.5)" ;;
   esac
 }
 

@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # Install a built gputopo plugin into a gputopo plugin directory (the PluginDir= of slurm.conf).
 #
-#   contrib/install-plugin.sh SO DIR [--release 22.05.8|24.11.5 | --stock-dir D] [--with-priority]
+#   contrib/install-plugin.sh SO DIR [--release VERSION | --stock-dir D] [--with-priority]
+#
+# Two layouts, chosen by the release the .so was built for (docs/deployment.md):
+# - Slurm 22.05 and 24.11 load every select_*.so of PluginDir in every process and fatal on a
+#   duplicate plugin_id, so DIR must be a gputopo plugin directory (the "farm" below).
+# - From 25.05 only slurmctld loads a select plugin, and only the one SelectType names: DIR may be
+#   Slurm's own PluginDir (the stock dir D), and the .so is simply renamed into place there.
+#   Such a .so is recognised by its select table (no select_p_select_nodeinfo_alloc, which 25.05
+#   removed together with the other client-side entry points). A farm still works on 25.05+.
 #
 # Deployment (docs/deployment.md): select/gputopo exports plugin_id 109, the id of
 # select/cons_tres, so the two cannot share a PluginDir (Slurm fatals on a duplicate id). DIR
@@ -29,8 +37,8 @@ while [ $# -gt 0 ]; do
     --release)
       case ${2:?--release needs a version} in
         22.05.8) stock=/usr/lib/x86_64-linux-gnu/slurm-wlm ;;
-        24.11.5) stock=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-24.11.5/lib/slurm ;;
-        *) die "unsupported release $2 (22.05.8, 24.11.5); use --stock-dir" ;;
+        # 24.11.5 (contrib/slurm-install.sh) and every release installed the same way.
+        *) stock=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$2/lib/slurm ;;
       esac
       shift 2 ;;
     --with-priority) priority=1; shift ;;
@@ -47,28 +55,33 @@ fi
 stock=$(cd "$stock" && pwd -P)
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd -P)
-[ "$dir" != "$stock" ] || die "DIR must not be the stock plugin dir (duplicate plugin_id 109)"
+only_ctld_loads=
+nm -D --defined-only "$so" | grep -q ' select_p_select_nodeinfo_alloc$' || only_ctld_loads=1
+[ "$dir" != "$stock" ] || [ -n "$only_ctld_loads" ] ||
+  die "DIR must not be the stock plugin dir before Slurm 25.05 (duplicate plugin_id 109); use a gputopo plugin dir"
 
 # The farm: a symlink to every stock plugin except select_cons_tres.so. Links are replaced in
 # place (never removed first), so a daemon that loads a plugin while this runs still finds it;
 # links that no longer match a stock plugin (another stock dir, a plugin gone in an upgrade,
 # a select_cons_tres.so link) are removed afterwards.
-for f in "$stock"/*.so; do
-  base=${f##*/}
-  case $base in
-    select_cons_tres.so|select_gputopo.so|priority_gputopo.so|lib*.so) continue ;;
-  esac
-  [ "$(readlink "$dir/$base" 2>/dev/null)" = "$f" ] || ln -sfn "$f" "$dir/$base"
-done
-for l in "$dir"/*.so; do
-  [ -L "$l" ] || continue
-  base=${l##*/}
-  case $base in
-    priority_gputopo.so) continue ;;
-    select_cons_tres.so) rm -f "$l"; continue ;;
-  esac
-  [ "$(readlink "$l")" = "$stock/$base" ] || rm -f "$l"
-done
+if [ "$dir" != "$stock" ]; then
+  for f in "$stock"/*.so; do
+    base=${f##*/}
+    case $base in
+      select_cons_tres.so|select_gputopo.so|priority_gputopo.so|lib*.so) continue ;;
+    esac
+    [ "$(readlink "$dir/$base" 2>/dev/null)" = "$f" ] || ln -sfn "$f" "$dir/$base"
+  done
+  for l in "$dir"/*.so; do
+    [ -L "$l" ] || continue
+    base=${l##*/}
+    case $base in
+      priority_gputopo.so) continue ;;
+      select_cons_tres.so) rm -f "$l"; continue ;;
+    esac
+    [ "$(readlink "$l")" = "$stock/$base" ] || rm -f "$l"
+  done
+fi
 
 tmp=$(mktemp "$dir/.select_gputopo.so.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
@@ -77,6 +90,8 @@ chmod 0755 "$tmp"
 mv -f "$tmp" "$dir/select_gputopo.so"
 trap - EXIT
 if [ -n "$priority" ]; then
-  ln -sfn select_gputopo.so "$dir/priority_gputopo.so"
+  # A new link renamed over the old one: never a moment without priority_gputopo.so.
+  ln -sfn select_gputopo.so "$dir/.priority_gputopo.so.new"
+  mv -Tf "$dir/.priority_gputopo.so.new" "$dir/priority_gputopo.so"
 fi
 echo "install-plugin.sh: $dir/select_gputopo.so (stock plugins from $stock)" >&2

@@ -3,6 +3,11 @@
 #
 #   contrib/slurm-install.sh 22.05.8   # Debian 12's packages (prefix /usr)
 #   contrib/slurm-install.sh 24.11.5   # built from source once, cached under /var/cache/gputopo
+#   contrib/slurm-install.sh 25.11.7   # any other release: the site's own install, if stamped
+#
+# A release whose source no package registry serves (25.05.8, 25.11.7, 26.05.3, ...) is never
+# fetched or built here: if the site installed it under the cache path below with the same
+# configure options and stamp, its prefix is printed; otherwise the script says how to do that.
 #
 # 24.11.5 is configured with --enable-multiple-slurmd (the local harness runs several slurmd
 # on one host) and installed under ${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-24.11.5, outside
@@ -28,7 +33,8 @@ case $ver in
     echo /usr
     exit 0 ;;
   24.11.5) ;;
-  *) echo "slurm-install.sh: unsupported Slurm release '$ver' (supported: 22.05.8, 24.11.5)" >&2; exit 2 ;;
+  [0-9]*.[0-9]*.[0-9]*) ;;
+  *) echo "slurm-install.sh: '$ver' is not a Slurm release (MAJOR.MINOR.MICRO)" >&2; exit 2 ;;
 esac
 
 prefix=$cache/slurm-$ver
@@ -37,6 +43,17 @@ stamp=$prefix/.gputopo-installed
 options="--disable-debug --enable-multiple-slurmd --with-munge --with-json=/usr"
 built() { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$options" ]; }
 if built; then echo "$prefix"; exit 0; fi
+if [ "$ver" != 24.11.5 ]; then
+  cat >&2 <<EOM
+slurm-install.sh: Slurm $ver is not installed at $prefix, and no package registry serves its
+source. Build it from your own tree (as this script builds 24.11.5): in a copy of the tree,
+  ./configure --prefix=$prefix --sysconfdir=$prefix/etc $options
+  make && make install
+  echo "$options" > $stamp
+and unpack the pristine tree at ${cache}/src/slurm-$ver for bindgen (slurm-headers/fetch-slurm.sh $ver).
+EOM
+  exit 2
+fi
 
 mkdir -p "$cache"
 exec 8>"$cache/.lock-install-$ver"

@@ -53,8 +53,8 @@ esac
 [ -n "$release" ] && [ -n "$cluster" ] || die "up needs --release and --cluster"
 case $release in
   22.05.8) sbin=/usr/sbin bin=/usr/bin ;;
-  24.11.5) p=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-24.11.5; sbin=$p/sbin bin=$p/bin ;;
-  *) die "unsupported release $release" ;;
+  *) p=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$release; sbin=$p/sbin bin=$p/bin
+     [ -x "$sbin/slurmdbd" ] || die "Slurm $release is not installed under $p (contrib/slurm-install.sh $release)" ;;
 esac
 stop
 rm -rf "$d"; mkdir -p "$d/db"

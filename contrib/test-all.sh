@@ -21,6 +21,11 @@
 #     bench-select-R  contrib/bench-select.sh, light form (overhead next to stock cons_tres)
 #     package-R contrib/test-package.sh R: the Debian package built, installed with dpkg -i, a
 #               GPU job run through the installed files, then removed and purged
+#   smoke       contrib/smoke-releases.sh: every other release whose tree and install are cached
+#               (25.05.8, 25.11.7, 26.05.3, ... built by hand from a site's tree), newest first:
+#               plugin build, ABI checks, plugin unit tests and 3 e2e tests, within
+#               GPUTOPO_SMOKE_BUDGET seconds (default 480); the summary names each release and
+#               what ran, or why it was skipped (no source tree, no install, time budget)
 #
 # Environment: GPUTOPO_RELEASES (default "22.05.8 24.11.5"), GPUTOPO_STOCK_TESTS (test name
 # filters for the stock run, default "e2e::foundation e2e::select e2e::identity
@@ -118,6 +123,11 @@ for r in $releases; do
   phase "package-$r" "$here/test-package.sh" "$r"
   unset SLURM_SRC_DIR GPUTOPO_PLUGIN_SO GPUTOPO_SLURM_RELEASE
 done
+
+# Every other cached release: a short smoke under a time budget; its lines join the summary.
+phase smoke "$here/smoke-releases.sh" --skip "$releases" --budget "${GPUTOPO_SMOKE_BUDGET:-480}" \
+  --summary "$logdir/smoke.summary"
+[ -f "$logdir/smoke.summary" ] && while IFS= read -r l; do summary+=("  $l"); done < "$logdir/smoke.summary"
 
 print_summary
 exit "$failed"

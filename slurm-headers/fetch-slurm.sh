@@ -4,6 +4,11 @@
 #   slurm-headers/fetch-slurm.sh 22.05.8   # Debian 12's source package, Debian patches applied
 #   slurm-headers/fetch-slurm.sh 24.11.5   # the upstream tarball from Debian 13's source archive
 #
+# Any other supported release (25.05.8, 25.11.7, 26.05.3, ...) has no source a package registry
+# serves: this script then prints the tree cached under the same path if a site put it there
+# (unpacked, with config.h and slurm/slurm_version.h as below), and otherwise says how to
+# provide one. It never downloads such a release.
+#
 # Slurm loads a plugin only if it was built for the exact major.minor.micro release, so the
 # plugin is compiled against the tree of the release it will run in. A site with its own
 # (patched) tree skips this script and sets SLURM_SRC_DIR for cargo instead.
@@ -26,7 +31,16 @@ case $ver in
            orig_sha256=8c8f6a26a5d51e6c63773f2e02653eb724540ee8b360125c8d7732314ce737d6 ;;
   24.11.5) debver=
            orig_sha256=e1a5547edd212c38b5e3230a284133f777b32746551f094aaa81cc4af375e332 ;;
-  *) echo "fetch-slurm.sh: unsupported Slurm release '$ver' (supported: 22.05.8, 24.11.5)" >&2; exit 2 ;;
+  [0-9]*.[0-9]*.[0-9]*)
+    if [ -f "$dest/.gputopo-ready" ]; then echo "$dest"; exit 0; fi
+    cat >&2 <<EOM
+fetch-slurm.sh: no package registry serves the source of Slurm $ver; use your site's own tree:
+  export SLURM_SRC_DIR=/path/to/slurm-$ver   # configured, or unpacked with an empty config.h and
+                                             # slurm/slurm_version.h (SLURM_VERSION_NUMBER)
+or unpack it at $dest the same way and touch $dest/.gputopo-ready.
+EOM
+    exit 2 ;;
+  *) echo "fetch-slurm.sh: '$ver' is not a Slurm release (MAJOR.MINOR.MICRO)" >&2; exit 2 ;;
 esac
 
 if [ -f "$dest/.gputopo-ready" ]; then echo "$dest"; exit 0; fi

@@ -10,7 +10,8 @@
 //!   struct of stock function pointers they forward to (resolved by `dlsym` on the stock
 //!   plugin), so the two can never drift. Each line is `forward` (call the stock function
 //!   unchanged) or `hook` (call a gputopo function that receives a `forward` closure plus the
-//!   arguments it names, converted by [`HookArg`]).
+//!   arguments it names, converted by [`HookArg`]). A line may carry attributes, e.g.
+//!   `#[cfg(...)]` for an entry point only some releases of a table's range have.
 //! - [`own_entry_points!`](crate::own_entry_points): exported functions implemented entirely by
 //!   gputopo (no stock counterpart), e.g. `priority_p_*`.
 //!
@@ -185,6 +186,7 @@ macro_rules! forwarding_table {
     (
         stock $stock:ident from $acc:path;
         $(
+            $(#[$attr:meta])*
             $kind:ident fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) -> $ret:ty, fail = $fail:expr
                 $( => $($hp:ident)::+ ( $($harg:ident),* ) )? ;
         )*
@@ -194,6 +196,7 @@ macro_rules! forwarding_table {
         pub struct $stock {
             $(
                 #[doc = concat!("Stock `", stringify!($name), "`.")]
+                $(#[$attr])*
                 pub $name: unsafe extern "C" fn($($ty),*) -> $ret,
             )*
         }
@@ -208,6 +211,7 @@ macro_rules! forwarding_table {
             ) -> Result<Self, $crate::plugin::PluginError> {
                 Ok(Self {
                     $(
+                        $(#[$attr])*
                         $name: {
                             let sym = lib.symbol(stringify!($name))?;
                             // SAFETY: the stock plugin of the same release defines this symbol
@@ -224,6 +228,7 @@ macro_rules! forwarding_table {
             ///
             /// # Safety
             /// Called by Slurm only, with the arguments its plugin API documents.
+            $(#[$attr])*
             #[unsafe(no_mangle)]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
                 $crate::plugin::guard::entry(stringify!($name), $fail, || {

@@ -3,8 +3,9 @@
 //! The same `.so` as `select/gputopo`, installed a second time as `priority_gputopo.so` (see
 //! [`crate::plugin::export`]): this file is the role and the entry-point table, one line per
 //! `priority_p_*` of the release's `syms[]` (22.05 src/common/slurm_priority.c: 6;
-//! 23.02–24.11 src/interfaces/priority.c: 8). `priority_p_calc_fs_factor` takes `long double`s
-//! and lives in the C shim `slurm-headers/priority_shim.c`.
+//! 24.11 and 25.05 src/interfaces/priority.c: 8; 25.11+: 7, without `calc_fs_factor`).
+//! `priority_p_calc_fs_factor` takes `long double`s and lives in the C shim
+//! `slurm-headers/priority_shim.c` (built only while the release has it).
 //!
 //! The role does nothing unless slurm.conf says `PriorityType=priority/gputopo` and the process
 //! is slurmctld (sshare and every other client load the file too; 24.11's sshare fatals if the

@@ -1,7 +1,8 @@
 //! The select role: `select/gputopo` is `select/cons_tres` plus two hooks.
 //!
 //! What gputopo changes in Slurm's select API is the per-release entry-point table
-//! (`crate::ffi::select_abi::v22_05` / `v23_11`, chosen by `cfg(select_abi)`): every
+//! (`crate::ffi::select_abi::v22_05` / `v23_11` / `v25_05`, chosen by
+//! `cfg(select_abi)`): every
 //! `select_p_*` of the release is listed there, `forward`ed unchanged to the stock plugin
 //! except `select_p_job_test` and `select_p_select_nodeinfo_set` (→ [`crate::plugin::steer`])
 //! and `select_p_reconfigure` (→ [`reconfigure`], which re-reads Slurm's log level).

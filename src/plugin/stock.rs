@@ -114,6 +114,14 @@ fn dl_error() -> String {
 }
 
 type LifecycleFn = unsafe extern "C" fn() -> c_int;
+/// The stock `fini`: `int fini(void)` up to 25.05, `void fini(void)` from 25.11
+/// (src/plugins/select/cons_tres/select_cons_tres.c); Slurm itself ignores the result.
+#[cfg(not(slurm_25_11))]
+type FiniFn = LifecycleFn;
+/// The stock `fini`: `int fini(void)` up to 25.05, `void fini(void)` from 25.11
+/// (src/plugins/select/cons_tres/select_cons_tres.c); Slurm itself ignores the result.
+#[cfg(slurm_25_11)]
+type FiniFn = unsafe extern "C" fn();
 
 /// The loaded stock plugin: library, entry points and its `init`/`fini`.
 #[derive(Debug)]
@@ -121,7 +129,7 @@ struct Stock {
     lib: StockLibrary,
     select: StockSelect,
     init: LifecycleFn,
-    fini: LifecycleFn,
+    fini: FiniFn,
 }
 
 static STOCK: OnceLock<Stock> = OnceLock::new();
@@ -157,10 +165,18 @@ pub fn start() -> Result<(), PluginError> {
 /// Runs the stock plugin's `fini` (the library stays mapped).
 pub fn stop() {
     if let Some(stock) = STOCK.get() {
-        // SAFETY: the stock plugin's `int fini(void)`, after its init succeeded.
-        let rc = unsafe { (stock.fini)() };
-        if let Err(err) = slurm::check(rc) {
-            log::warn!("fini() of {} failed: {err}", stock.lib.path().display());
+        #[cfg(not(slurm_25_11))]
+        {
+            // SAFETY: the stock plugin's `int fini(void)`, after its init succeeded.
+            let rc = unsafe { (stock.fini)() };
+            if let Err(err) = slurm::check(rc) {
+                log::warn!("fini() of {} failed: {err}", stock.lib.path().display());
+            }
+        }
+        // SAFETY: the stock plugin's `void fini(void)` (25.11+), after its init succeeded.
+        #[cfg(slurm_25_11)]
+        unsafe {
+            (stock.fini)();
         }
     }
 }
@@ -184,10 +200,10 @@ fn load() -> Result<&'static Stock, PluginError> {
         });
     }
     let select = StockSelect::resolve(&lib)?;
-    // SAFETY: `init`/`fini` are `int (*)(void)` in every Slurm plugin.
+    // SAFETY: `init` is `int (*)(void)` in every Slurm plugin.
     let init = unsafe { crate::plugin::export::fn_from_symbol::<LifecycleFn>(lib.symbol("init")?) };
-    // SAFETY: as above.
-    let fini = unsafe { crate::plugin::export::fn_from_symbol::<LifecycleFn>(lib.symbol("fini")?) };
+    // SAFETY: cons_tres's `fini` has this release's prototype ([`FiniFn`]).
+    let fini = unsafe { crate::plugin::export::fn_from_symbol::<FiniFn>(lib.symbol("fini")?) };
     Ok(STOCK.get_or_init(|| Stock {
         lib,
         select,

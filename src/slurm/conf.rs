@@ -42,9 +42,22 @@ pub fn plugin_dirs() -> Vec<PathBuf> {
 }
 
 /// True inside slurmctld (false in slurmd, slurmstepd, clients such as sinfo or sshare).
+#[cfg(not(slurm_25_05))]
 pub fn in_slurmctld() -> bool {
     // SAFETY: libslurmfull function without preconditions.
     unsafe { ffi::slurm_running_in_slurmctld() }
+}
+
+/// `IS_SLURMCTLD` (src/common/run_in_daemon.h, 25.05+: `SLURM_BIT(3)`, which bindgen cannot
+/// evaluate); `running_in_slurmctld()` became a macro over `run_in_daemon(IS_SLURMCTLD)`.
+#[cfg(slurm_25_05)]
+const IS_SLURMCTLD: u32 = 1 << 3;
+
+/// True inside slurmctld (false in slurmd, slurmstepd, clients such as sinfo or sshare).
+#[cfg(slurm_25_05)]
+pub fn in_slurmctld() -> bool {
+    // SAFETY: libslurmfull function taking a bit mask of daemon kinds, without preconditions.
+    unsafe { ffi::slurm_run_in_daemon(IS_SLURMCTLD) }
 }
 
 /// The path of the slurm.conf this process read (`slurm_conf.slurm_conf`), if known;

@@ -178,7 +178,7 @@ fn slurm_bin(release: &str) -> PathBuf {
         PathBuf::from(
             std::env::var("GPUTOPO_CACHE").unwrap_or_else(|_| "/var/cache/gputopo".into()),
         )
-        .join("slurm-24.11.5/bin")
+        .join(format!("slurm-{release}/bin"))
     }
 }
 

@@ -8,6 +8,7 @@
 
 #[cfg_attr(select_abi = "22.05", path = "v22_05.rs")]
 #[cfg_attr(select_abi = "23.11", path = "v23_11.rs")]
+#[cfg_attr(any(select_abi = "25.05", select_abi = "26.05"), path = "v25_05.rs")]
 mod imp;
 
 pub use imp::*;

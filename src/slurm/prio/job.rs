@@ -2,7 +2,7 @@
 //!
 //! Reading mirrors what multifactor's `set_priority_factors` reads; writing mirrors what
 //! `_get_priority_internal` stores: `job_ptr->prio_factors` (weighted, xmalloc'ed, TRES arrays
-//! xcalloc'ed), the per-partition array (22.05 `priority_array`, 23.02+ `part_prio`), and
+//! xcalloc'ed), the per-partition array (22.05 `priority_array`, 23.02+ `part_prio`, 25.05+ `prio_mult`), and
 //! `job_ptr->priority`. The release differences are absorbed here (`cfg(priority_abi)`).
 
 use std::ffi::CStr;
@@ -25,6 +25,27 @@ pub type JobFactors = ffi::priority_factors_object_t;
 /// `prio_factors`' type: flat object in 22.05, `priority_factors_t` from 23.02.
 #[cfg(not(priority_abi = "22.05"))]
 pub type JobFactors = ffi::priority_factors_t;
+
+/// `job_ptr->part_prio` (23.02 to 24.11), renamed `prio_mult` in 25.05 (same
+/// `priority_mult_t *`, xmalloc'ed and owned by the job).
+#[cfg(not(priority_abi = "22.05"))]
+fn prio_mult_mut(job: &mut ffi::job_record_t) -> &mut *mut ffi::priority_mult_t {
+    #[cfg(not(slurm_25_05))]
+    let field = &mut job.part_prio;
+    #[cfg(slurm_25_05)]
+    let field = &mut job.prio_mult;
+    field
+}
+
+/// Reads the field [`prio_mult_mut`] names.
+#[cfg(not(priority_abi = "22.05"))]
+fn prio_mult(job: &ffi::job_record_t) -> *mut ffi::priority_mult_t {
+    #[cfg(not(slurm_25_05))]
+    let p = job.part_prio;
+    #[cfg(slurm_25_05)]
+    let p = job.prio_mult;
+    p
+}
 
 #[cfg(priority_abi = "22.05")]
 type Details = ffi::job_details;
@@ -303,7 +324,7 @@ impl<'a> JobRecord<'a> {
         };
         #[cfg(not(priority_abi = "22.05"))]
         // SAFETY: part_prio is null or xmalloc'ed and owned by the job.
-        let arr = unsafe { self.job.part_prio.as_ref() }
+        let arr = unsafe { prio_mult(self.job).as_ref() }
             .filter(|p| p.last_update >= last_part_update)
             .map_or(ptr::null_mut(), |p| p.priority_array);
         // SAFETY: null or an xmalloc'ed array owned by the job (job lock held).

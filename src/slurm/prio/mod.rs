@@ -274,21 +274,20 @@ impl CtldLock {
             ffi::lock_level_t_WRITE_LOCK,
             ffi::lock_level_t_NO_LOCK,
         );
-        let levels = match which {
-            CtldLocks::JobWriteNodePartRead => ffi::slurmctld_lock_t {
-                conf: n,
-                job: w,
-                node: r,
-                part: r,
-                fed: n,
-            },
-            CtldLocks::JobNodePartRead => ffi::slurmctld_lock_t {
-                conf: n,
-                job: r,
-                node: r,
-                part: r,
-                fed: n,
-            },
+        let job = match which {
+            CtldLocks::JobWriteNodePartRead => w,
+            CtldLocks::JobNodePartRead => r,
+        };
+        let levels = ffi::slurmctld_lock_t {
+            conf: n,
+            job,
+            node: r,
+            part: r,
+            fed: n,
+            // 26.05 added the select-node lock (src/slurmctld/locks.h); the priority loop
+            // never calls into the select plugin.
+            #[cfg(slurm_26_05)]
+            select_node: n,
         };
         let (lock, unlock) = (LOCK_SLURMCTLD.address()?, UNLOCK_SLURMCTLD.address()?);
         // SAFETY: both are `void f(slurmctld_lock_t)` in slurmctld (src/slurmctld/locks.h).

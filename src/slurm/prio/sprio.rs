@@ -202,7 +202,15 @@ fn append(
     unsafe {
         o.account = ffi::slurm_xstrdup(rec.account);
     }
-    o.job_id = rec.job_id;
+    // 26.05 identifies the job by its step id (`obj->step_id = job_ptr->step_id`).
+    #[cfg(not(slurm_26_05))]
+    {
+        o.job_id = rec.job_id;
+    }
+    #[cfg(slurm_26_05)]
+    {
+        o.step_id = rec.step_id;
+    }
     // SAFETY: as above.
     o.partition = unsafe { ffi::slurm_xstrdup(part) };
     // SAFETY: live QOS record (or null).

@@ -98,24 +98,25 @@ impl JobRecord<'_> {
         }
         #[cfg(not(priority_abi = "22.05"))]
         {
+            let parts = self.job.part_ptr_list;
+            let slot = super::prio_mult_mut(self.job);
             let Some(a) = array else {
                 // SAFETY: part_prio is null or xmalloc'ed and owned by the job.
-                if let Some(pp) = unsafe { self.job.part_prio.as_mut() } {
+                if let Some(pp) = unsafe { slot.as_mut() } {
                     // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
                     unsafe { xfree(&mut pp.priority_array) };
                     // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
                     unsafe { xfree(&mut pp.priority_array_names) };
                 }
                 // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
-                unsafe { xfree(&mut self.job.part_prio) };
+                unsafe { xfree(slot) };
                 return;
             };
-            if self.job.part_prio.is_null() {
-                self.job.part_prio = xcalloc(1, size_of::<crate::ffi::priority_mult_t>()).cast();
+            if slot.is_null() {
+                *slot = xcalloc(1, size_of::<crate::ffi::priority_mult_t>()).cast();
             }
-            let parts = self.job.part_ptr_list;
             // SAFETY: just ensured non-null; owned by the job.
-            let Some(pp) = (unsafe { self.job.part_prio.as_mut() }) else {
+            let Some(pp) = (unsafe { slot.as_mut() }) else {
                 return;
             };
             if pp.priority_array.is_null() || pp.last_update < last_part_update {
