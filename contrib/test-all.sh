@@ -125,7 +125,12 @@ for r in $releases; do
 done
 
 # Every other cached release: a short smoke under a time budget; its lines join the summary.
-phase smoke "$here/smoke-releases.sh" --skip "$releases" --budget "${GPUTOPO_SMOKE_BUDGET:-480}" \
+# The budget is also cut to what is left of GPUTOPO_CI_LIMIT (default 3300 s: the whole run
+# stays under 55 minutes, CI's 60 with a margin).
+smoke_budget=${GPUTOPO_SMOKE_BUDGET:-480}
+ci_left=$(( ${GPUTOPO_CI_LIMIT:-3300} - ($(date +%s) - t_all) ))
+[ "$ci_left" -lt "$smoke_budget" ] && smoke_budget=$(( ci_left > 0 ? ci_left : 0 ))
+phase smoke "$here/smoke-releases.sh" --skip "$releases" --budget "$smoke_budget" \
   --summary "$logdir/smoke.summary"
 [ -f "$logdir/smoke.summary" ] && while IFS= read -r l; do summary+=("  $l"); done < "$logdir/smoke.summary"
 
