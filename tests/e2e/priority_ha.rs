@@ -11,7 +11,7 @@
 //! reads the file again instead of reusing what it held when it relinquished control.
 
 use super::harness::{Cluster, Opts, WAIT, e2e_enabled};
-use super::priority_ledger::{EXTRA, charged, job_time};
+use super::priority_ledger::{EXTRA, assert_exact_with, job_time};
 
 /// Waits until the controller whose log `log` returns has, after the first `from` bytes of
 /// that log (its length before the control change), loaded the ledger and finished a
@@ -31,17 +31,6 @@ fn short_job(c: &Cluster) -> f64 {
     let job = c.sbatch(&["--gres=gpu:1", "-n1", "--wrap", "sleep 3"]);
     c.wait_state(job, "COMPLETED", WAIT);
     (job_time(c, job, "EndTime") - job_time(c, job, "StartTime")) as f64
-}
-
-/// Nothing lost, nothing twice (see the module doc).
-fn assert_exact(c: &Cluster, start: i64, short: f64, when: &str) {
-    let (last, gpu) = charged(c);
-    assert_eq!(
-        gpu,
-        2.0 * (last - start) as f64 + short,
-        "{when}: ledger charged {gpu} GPU-s for a 2-GPU job running since {start} (last decay \
-         {last}) and {short} GPU-s of short jobs"
-    );
 }
 
 #[test]
@@ -67,7 +56,7 @@ fn backup_controller_takes_over_and_hands_back_the_ledger() {
     let from = c.backup_log().len();
     c.takeover();
     wait_pass_in_control(&c, "backup", from, || c.backup_log());
-    assert_exact(&c, start, short, "after the takeover");
+    assert_exact_with(&c, start, short, "after the takeover");
     // The backup schedules GPU jobs through select/gputopo too.
     short += short_job(&c);
     assert!(
@@ -79,7 +68,7 @@ fn backup_controller_takes_over_and_hands_back_the_ledger() {
     let from = c.slurmctld_log().len();
     c.failback();
     wait_pass_in_control(&c, "primary", from, || c.slurmctld_log());
-    assert_exact(&c, start, short, "after the failback");
+    assert_exact_with(&c, start, short, "after the failback");
     assert_eq!(
         c.backup_log()
             .matches("priority role stopped; usage ledger saved")
@@ -93,7 +82,7 @@ fn backup_controller_takes_over_and_hands_back_the_ledger() {
     let from = c.backup_log().len();
     c.takeover();
     wait_pass_in_control(&c, "backup", from, || c.backup_log());
-    assert_exact(&c, start, short, "after the second takeover");
+    assert_exact_with(&c, start, short, "after the second takeover");
     assert!(
         !c.slurmctld_log().contains("priority ledger")
             && !c.backup_log().contains("priority ledger"),

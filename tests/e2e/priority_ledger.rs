@@ -70,7 +70,7 @@ pub(super) fn job_time(c: &Cluster, job: u32, key: &str) -> i64 {
 }
 
 /// (last_decay, GPU-seconds of root's entry) from the file.
-pub(super) fn charged(c: &Cluster) -> (i64, f64) {
+fn charged(c: &Cluster) -> (i64, f64) {
     let l = ledger(c).expect("a readable ledger");
     let gpu = l.usage("", "0").map_or(0.0, |u| u.gpu_secs);
     (l.last_decay(), gpu)
@@ -78,11 +78,18 @@ pub(super) fn charged(c: &Cluster) -> (i64, f64) {
 
 /// Nothing lost, nothing twice: GPU-seconds == 2 · (last_decay − start).
 fn assert_exact(c: &Cluster, start: i64, when: &str) -> i64 {
+    assert_exact_with(c, start, 0.0, when)
+}
+
+/// Nothing lost, nothing twice, with `short` GPU-seconds of finished short jobs on top:
+/// GPU-seconds == 2 · (last_decay − start) + short. Returns last_decay.
+pub(super) fn assert_exact_with(c: &Cluster, start: i64, short: f64, when: &str) -> i64 {
     let (last, gpu) = charged(c);
     assert_eq!(
         gpu,
-        2.0 * (last - start) as f64,
-        "{when}: ledger charged {gpu} GPU-s for a 2-GPU job running since {start}, last decay {last}"
+        2.0 * (last - start) as f64 + short,
+        "{when}: ledger charged {gpu} GPU-s for a 2-GPU job running since {start} (last decay \
+         {last}) and {short} GPU-s of short jobs"
     );
     last
 }

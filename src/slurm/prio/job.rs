@@ -249,6 +249,10 @@ impl<'a> JobRecord<'a> {
     /// The GPUs to charge for this job: [`Self::allocated_gpus`], or what its request implies
     /// where Slurm has zeroed the allocation (see [`charged_gpus`]).
     pub fn gpus_to_charge(&self) -> u64 {
+        let allocated = self.allocated_gpus();
+        if allocated > 0 {
+            return allocated;
+        }
         let tasks = self.details().map_or(1, |d| u64::from(d.num_tasks));
         let nodes = u64::from(self.job.node_cnt);
         // SAFETY: the job's requested GRES list (job lock held).
@@ -262,7 +266,7 @@ impl<'a> JobRecord<'a> {
                 tasks,
             })
             .collect();
-        charged_gpus(self.allocated_gpus(), &requests)
+        charged_gpus(allocated, &requests)
     }
 
     /// The part of the record multifactor reads. `accrue_override` replaces
