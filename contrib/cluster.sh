@@ -17,6 +17,7 @@
 #   contrib/cluster.sh env  [--dir DIR]     # prints: export SLURM_CONF=... PATH=...
 #   contrib/cluster.sh restart [--dir DIR] slurmctld|backup|nX   # restart one daemon, jobs keep running
 #   contrib/cluster.sh port [--dir DIR]     # BASE port: slurmctld BASE, nX BASE+X, BASE+150.. free
+#   contrib/cluster.sh munge                # start munged if it does not answer (clusters share it)
 #
 # DIR (default /tmp/gputopo-cluster) holds everything of one cluster: etc/ (slurm.conf,
 # gres.conf, gputopo.conf), dev/, state/, spool/, log/, plugins/ and cluster.env. Ports are
@@ -467,5 +468,6 @@ case $cmd in
   env) cmd_env ;;
   restart) cmd_restart ;;
   port) port_base_of "$dir" ;;
-  *) die "usage: cluster.sh up|down|env|restart|port [options] (see --help)" ;;
+  munge) start_munged ;;
+  *) die "usage: cluster.sh up|down|env|restart|port|munge [options] (see --help)" ;;
 esac

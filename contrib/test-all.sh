@@ -16,7 +16,8 @@
 #     abi-R     the root package's tests (tests/main.rs) with GPUTOPO_PLUGIN_SO, SLURM_SRC_DIR
 #     plugin-unit-R  the plugin library's unit tests (real libslurmfull and stock cons_tres)
 #     e2e-R     the same binary with --ignored: every end-to-end test on a real local cluster
-#               (contrib/cluster.sh), select/gputopo loaded
+#               (contrib/cluster.sh), select/gputopo loaded, in GPUTOPO_E2E_SHARDS (default 2)
+#               concurrent shards of one cluster each (contrib/e2e-shards.sh)
 #     stock-R   the tests that compare with stock Slurm again with GPUTOPO_SELECT=cons_tres
 #     bench-select-R  contrib/bench-select.sh, light form (overhead next to stock cons_tres)
 #     package-R contrib/test-package.sh R: the Debian package built, installed with dpkg -i, a
@@ -29,7 +30,8 @@
 #
 # Environment: GPUTOPO_RELEASES (default "22.05.8 24.11.5"), GPUTOPO_STOCK_TESTS (test name
 # filters for the stock run, default "e2e::foundation e2e::select e2e::identity
-# e2e::gres_configs e2e::engine e2e::shared e2e::preempt"), CARGO_TARGET_DIR.
+# e2e::gres_configs e2e::engine e2e::shared e2e::preempt"), GPUTOPO_E2E_SHARDS (1 = one
+# test at a time, as cargo test --test-threads=1), CARGO_TARGET_DIR.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,6 +43,7 @@ case $CARGO_TARGET_DIR in /*) ;; *) CARGO_TARGET_DIR=$repo/$CARGO_TARGET_DIR ;; 
 export CARGO_TERM_COLOR=never
 releases=${GPUTOPO_RELEASES:-22.05.8 24.11.5}
 stock_tests=${GPUTOPO_STOCK_TESTS:-e2e::foundation e2e::select e2e::identity e2e::gres_configs e2e::engine e2e::shared e2e::preempt}
+shards=${GPUTOPO_E2E_SHARDS:-2}
 logdir=$CARGO_TARGET_DIR/test-all
 mkdir -p "$logdir"
 
@@ -114,9 +117,12 @@ for r in $releases; do
   export SLURM_SRC_DIR=$src GPUTOPO_PLUGIN_SO=$so GPUTOPO_SLURM_RELEASE=$r
   phase "abi-$r" root_tests
   phase "plugin-unit-$r" cargo test -p gputopo --lib
-  GPUTOPO_E2E=1 GPUTOPO_SELECT=gputopo phase "e2e-$r" root_tests --ignored --test-threads=1
+  # The e2e suite in concurrent shards (two clusters at once; see contrib/e2e-shards.sh).
+  GPUTOPO_E2E=1 GPUTOPO_SELECT=gputopo phase "e2e-$r" "$here/e2e-shards.sh" --shards "$shards" \
+    --dir-prefix "/tmp/gputopo-e2e-$r" --times "$logdir/e2e-times-$r"
   # shellcheck disable=SC2086
-  GPUTOPO_E2E=1 GPUTOPO_SELECT=cons_tres phase "stock-$r" root_tests --ignored --test-threads=1 $stock_tests
+  GPUTOPO_E2E=1 GPUTOPO_SELECT=cons_tres phase "stock-$r" "$here/e2e-shards.sh" --shards "$shards" \
+    --dir-prefix "/tmp/gputopo-e2e-$r" --times "$logdir/stock-times-$r" $stock_tests
   # The select overhead benchmark in its light form (stock, forwarding-only and gputopo on the
   # same burst; prints sdiag and time per select_p_job_test side by side).
   BENCH_LIGHT=1 phase "bench-select-$r" "$here/bench-select.sh" --release "$r"

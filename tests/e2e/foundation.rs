@@ -189,26 +189,27 @@ fn backfill_starts_short_jobs_around_a_reservation() {
         return;
     }
     let c = Cluster::up(Opts::default());
-    // The whole node is reserved from now+5 min.
+    // The whole node is reserved from now+15 min.
     c.ok(
         "scontrol",
         &[
             "create",
             "reservation",
             "ReservationName=maint",
-            "StartTime=now+300",
+            "StartTime=now+900",
             "Duration=10",
             "Nodes=n1",
             "Users=root",
             "Flags=MAINT,IGNORE_JOBS",
         ],
     );
-    // A: 4 GPUs for 2 min (ends before the reservation): runs.
-    let (a, _) = start(&c, &["--gres=gpu:4", "--time=2"]);
-    // B: all 8 GPUs, waits for A (expected start in 2 min, done before the reservation).
+    // A: 4 GPUs for 5 min (ends before the reservation): runs.
+    let (a, _) = start(&c, &["--gres=gpu:4", "--time=5"]);
+    // B: all 8 GPUs, waits for A (expected start in 5 min, done before the reservation).
     let b = c.sbatch(&["--gres=gpu:8", "--time=2", "--wrap", "sleep 600"]);
     // C: 2 GPUs for 1 min, lower priority than B: only backfill can start it, and it may,
-    // because it ends before B's expected start.
+    // because it ends before B's expected start (for the next 4 minutes: room for a slow
+    // backfill cycle on a loaded machine).
     let cj = c.sbatch(&["--gres=gpu:2", "--time=1", "--wrap", "sleep 600"]);
     c.wait_state(cj, "RUNNING", WAIT);
     let started = format!("Started JobId={cj} in ");
@@ -216,7 +217,7 @@ fn backfill_starts_short_jobs_around_a_reservation() {
         c.slurmctld_log().contains(&started),
         "job {cj} was not started by sched/backfill"
     );
-    // D: 1 GPU for 10 min would run into the reservation (and delay B): stays pending.
+    // D: 1 GPU for 10 min would delay B (it would hold a GPU past A's end): stays pending.
     let d = c.sbatch(&["--gres=gpu:1", "--time=10", "--wrap", "sleep 600"]);
     c.wait_until("D to be considered by backfill", WAIT, || {
         c.job_reason(d).is_some_and(|r| r != "None")
