@@ -1,5 +1,6 @@
 //! Agent end-to-end tests of issue 13: sustained telemetry makes the planted GPUs degraded and
-//! used last, an NVLink that went down leaves the published topology, and capability labels
+//! used last, an NVLink that went down leaves the published topology, the job's
+//! `SystemComment` explains the pick (or why it waits), and capability labels
 //! route jobs on a mixed fleet (`--constraint` through `gputopo features` on every release,
 //! `--extra` on 24.11+). The clusters and fixtures come from `super::agent`.
 
@@ -11,14 +12,20 @@ use gputopo_core::health::Status;
 /// Issue 13 item 7: sustained telemetry signals (two health checks in a row) make exactly the
 /// planted GPUs degraded, the NVLinks that went down leave the published matrix, and a 2-GPU
 /// job then takes the only unthrottled pair (6,7, now PCIe only) instead of an NVLink pair of
-/// throttled GPUs, which gputopo would pick on a cool node.
+/// throttled GPUs, which gputopo would pick on a cool node. The job's `SystemComment` says so
+/// (item 6), a job that only n2's faulty GPUs keep from starting names them there and in
+/// `squeue`, and a 4-GPU job on n3 takes the cool one of two equal quads (item 3).
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn throttled_gpus_are_used_last_and_a_down_nvlink_leaves_the_topology() {
     let Some((_rig, c)) = start(
         "telemetry",
         "dgx1v",
-        &[("n1", "dgx1v-telemetry"), ("n2", "dgx1v-telemetry")],
+        &[
+            ("n1", "dgx1v-telemetry"),
+            ("n2", "dgx1v-faults"),
+            ("n3", "dgx1v-warm-quad"),
+        ],
         "",
     ) else {
         return;
@@ -51,6 +58,67 @@ fn throttled_gpus_are_used_last_and_a_down_nvlink_leaves_the_topology() {
     let job = c.sbatch(&["-w", "n1", "--gres=gpu:2", "--wrap", "sleep 300"]);
     c.wait_state(job, "RUNNING", WAIT);
     assert_eq!(c.gres_idx(job), vec![("n1".to_string(), vec![6, 7])]);
+    // NV2 pairs were free, but only of degraded GPUs: the note says the pick is not the best
+    // connected one, and that no degraded GPU is used.
+    assert_eq!(
+        system_comment(&c, job),
+        "gputopo: n1 gpus=6-7 link=PCIe-PIX optimal=no(free best NV2) degraded=none"
+    );
+    let _ = c.run("scancel", &[&job.to_string()]);
+    explains_a_job_held_back_by_faulty_gpus(&c);
+    a_warm_quad_gives_way_to_the_equal_cool_quad(&c);
+}
+
+/// Issue 13 item 3: n3's GPUs 0-3 run warm (80 C of a 90 C slowdown threshold: ok, published
+/// in `w`), 4-7 cool; the two quads connect equally (NV1 bottleneck), so with `PreferCool`
+/// (the default) a 4-GPU job gets the cool quad, where the engine alone takes the lowest.
+fn a_warm_quad_gives_way_to_the_equal_cool_quad(c: &Cluster) {
+    c.wait_until("n3's warm GPUs to be published", WAIT, || {
+        health(c, "n3").map(|h| h.warm.narrow()) == GpuSet::parse_list("0-3").ok()
+    });
+    assert!(
+        extra(c, "n3").contains(r#""w":[0,1,2,3]"#),
+        "{}",
+        extra(c, "n3")
+    );
+    let job = c.sbatch(&["-w", "n3", "--gres=gpu:4", "--wrap", "sleep 300"]);
+    c.wait_state(job, "RUNNING", WAIT);
+    assert_eq!(c.gres_idx(job), vec![("n3".to_string(), vec![4, 5, 6, 7])]);
+    assert_eq!(
+        system_comment(c, job),
+        "gputopo: n3 gpus=4-7 link=NV1 optimal=yes degraded=none"
+    );
+    let _ = c.run("scancel", &[&job.to_string()]);
+}
+
+/// The `SystemComment=` line of the job's record (empty when absent).
+fn system_comment(c: &Cluster, job: u32) -> String {
+    c.job_record(job)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("SystemComment="))
+        .unwrap_or_default()
+        .trim_end()
+        .to_string()
+}
+
+/// Issue 13 item 6, pending side: n2 has GPUs 5 and 6 faulty, so a job that needs all 8 of
+/// n2's GPUs waits, and its `SystemComment` (in `scontrol show job` and `squeue`) names the
+/// node and the faulty GPUs.
+fn explains_a_job_held_back_by_faulty_gpus(c: &Cluster) {
+    c.wait_until("n2's faulty GPUs to be published", WAIT, || {
+        health(c, "n2").map(|h| h.with_status(Status::Faulty)) == GpuSet::parse_list("5-6").ok()
+    });
+    let job = c.sbatch(&["-w", "n2", "--gres=gpu:8", "--wrap", "true"]);
+    let want = "gputopo: pending, nodes withheld for faulty GPUs: n2[5-6]";
+    c.wait_until("the pending job's note", WAIT, || {
+        system_comment(c, job) == want
+    });
+    assert_eq!(c.job_state(job).as_deref(), Some("PENDING"));
+    let squeue = c.ok(
+        "squeue",
+        &["-h", "-j", &job.to_string(), "-O", "system_comment:200"],
+    );
+    assert_eq!(squeue.trim(), want);
     let _ = c.run("scancel", &[&job.to_string()]);
 }
 
