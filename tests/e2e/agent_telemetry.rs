@@ -194,3 +194,75 @@ fn capability_labels_route_jobs_on_a_mixed_fleet() {
         runs_on("--extra=gpu_model=V100", "n1");
     }
 }
+
+/// Issue 13 items 5 and 7: four GB200 trays in two NVLink domains, interleaved (n1, n3 in
+/// rack 1; n2, n4 in rack 2). Without a topology plugin Slurm gives a 2-node job the lowest
+/// nodes, n1 and n2, across the domains; with the `topology.conf` that `gputopo
+/// topology-conf` writes from what the nodes published (`topology/block` on 24.11,
+/// `topology/tree` with `--tree` on 22.05, which has no block plugin), the job stays inside
+/// one domain (either: on 22.05.8 tree takes n[2,4]), with select/gputopo steering the nodes.
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn a_two_node_job_stays_inside_one_nvlink_domain() {
+    let block = !release().starts_with("22.");
+    let Some((_rig, c)) = start(
+        "domains",
+        "gb200-nvl72-tray",
+        &[
+            ("n1", "gb200-rack1"),
+            ("n2", "gb200-rack2"),
+            ("n3", "gb200-rack1"),
+            ("n4", "gb200-rack2"),
+        ],
+        "",
+    ) else {
+        return;
+    };
+    c.wait_until("every node to publish its NVLink domain", WAIT, || {
+        c.nodes()
+            .iter()
+            .all(|n| extra(&c, n).contains("\"nvlink_domain\""))
+    });
+    let two_nodes = |c: &Cluster| {
+        let job = c.sbatch(&["-N2", "--gres=gpu:4", "--wrap", "true"]);
+        c.wait_state(job, "COMPLETED", WAIT);
+        field(&c.job_record(job), "NodeList")
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(two_nodes(&c), "n[1-2]", "no topology: the lowest nodes");
+    let bin = super::harness::gputopo_bin();
+    let mut cmd = c.cmd(&bin.to_string_lossy());
+    cmd.arg("topology-conf");
+    if !block {
+        cmd.arg("--tree");
+    }
+    let out = cmd.output().expect("gputopo topology-conf");
+    let conf = String::from_utf8_lossy(&out.stdout).into_owned();
+    let key = if block { "BlockName" } else { "SwitchName" };
+    let groups: Vec<&str> = conf.lines().filter(|l| l.starts_with(key)).collect();
+    assert_eq!(
+        groups,
+        [
+            format!("{key}=nvl1 Nodes=n1,n3"),
+            format!("{key}=nvl2 Nodes=n2,n4")
+        ],
+        "{conf}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(c.etc().join("topology.conf"), &conf).expect("topology.conf");
+    let plugin = if block {
+        "topology/block"
+    } else {
+        "topology/tree"
+    };
+    let slurm_conf = c.etc().join("slurm.conf");
+    let text = std::fs::read_to_string(&slurm_conf).expect("slurm.conf");
+    std::fs::write(&slurm_conf, format!("{text}TopologyPlugin={plugin}\n")).expect("slurm.conf");
+    c.restart_slurmctld();
+    let inside = two_nodes(&c);
+    assert!(
+        ["n[1,3]", "n[2,4]"].contains(&inside.as_str()),
+        "one NVLink domain, got {inside}"
+    );
+}
