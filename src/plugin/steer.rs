@@ -19,6 +19,7 @@
 //! (cons_tres alone, nodes with known faulty GPUs withheld) and every other call forwards.
 
 pub mod degraded;
+pub mod explain;
 pub mod gpus;
 pub mod nodes;
 pub mod preempt;

@@ -135,6 +135,43 @@ impl<'call> JobView<'call> {
     }
 }
 
+impl JobView<'_> {
+    /// `system_comment` (`SystemComment=` in `scontrol show job`); `Ok(None)` when unset, an
+    /// error when it is not UTF-8.
+    pub fn system_comment(&self) -> Result<Option<String>, std::str::Utf8Error> {
+        let p = self.record().system_comment;
+        if p.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: a non-null system_comment is the NUL-terminated, xmalloc'ed string the job
+        // owns; the job write lock is held for the whole select call.
+        let text = unsafe { std::ffi::CStr::from_ptr(p) };
+        text.to_str().map(|t| Some(t.to_owned()))
+    }
+
+    /// Replaces `system_comment` by `text` (an empty `text` clears it). The new string comes
+    /// from Slurm's allocator (`xstrdup`) and the old one goes back to it (`xfree`), since
+    /// slurmctld frees the field with the job. A `text` with a NUL byte is not written.
+    pub fn set_system_comment(&mut self, text: &str) {
+        let new = if text.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            let Ok(c) = std::ffi::CString::new(text) else {
+                return;
+            };
+            // SAFETY: xstrdup copies the NUL-terminated string into Slurm's allocator.
+            unsafe { ffi::slurm_xstrdup(c.as_ptr()) }
+        };
+        let rec = self.job.as_ptr();
+        // SAFETY: EntryPtr points to the live job record; the select call holds the job write
+        // lock, so nothing else reads or writes the field meanwhile.
+        let field = unsafe { &mut (*rec).system_comment };
+        let mut old = std::mem::replace(field, new).cast::<std::ffi::c_void>();
+        // SAFETY: the old value is null or xmalloc'ed and owned by the job, now unreferenced.
+        unsafe { ffi::slurm_xfree(&mut old) };
+    }
+}
+
 /// A job's allocated resources (`job_resources_t`): nodes and cores.
 #[doc(alias = "job_resources_t")]
 #[derive(Debug)]

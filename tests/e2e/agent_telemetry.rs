@@ -1,5 +1,6 @@
 //! Agent end-to-end tests of issue 13: sustained telemetry makes the planted GPUs degraded and
-//! used last, an NVLink that went down leaves the published topology, and capability labels
+//! used last, an NVLink that went down leaves the published topology, the job's
+//! `SystemComment` explains the pick (or why it waits), and capability labels
 //! route jobs on a mixed fleet (`--constraint` through `gputopo features` on every release,
 //! `--extra` on 24.11+). The clusters and fixtures come from `super::agent`.
 
@@ -11,14 +12,20 @@ use gputopo_core::health::Status;
 /// Issue 13 item 7: sustained telemetry signals (two health checks in a row) make exactly the
 /// planted GPUs degraded, the NVLinks that went down leave the published matrix, and a 2-GPU
 /// job then takes the only unthrottled pair (6,7, now PCIe only) instead of an NVLink pair of
-/// throttled GPUs, which gputopo would pick on a cool node.
+/// throttled GPUs, which gputopo would pick on a cool node. The job's `SystemComment` says so
+/// (item 6), a job that only n2's faulty GPUs keep from starting names them there and in
+/// `squeue`, and a 4-GPU job on n3 takes the cool one of two equal quads (item 3).
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn throttled_gpus_are_used_last_and_a_down_nvlink_leaves_the_topology() {
     let Some((_rig, c)) = start(
         "telemetry",
         "dgx1v",
-        &[("n1", "dgx1v-telemetry"), ("n2", "dgx1v-telemetry")],
+        &[
+            ("n1", "dgx1v-telemetry"),
+            ("n2", "dgx1v-faults"),
+            ("n3", "dgx1v-warm-quad"),
+        ],
         "",
     ) else {
         return;
@@ -51,6 +58,67 @@ fn throttled_gpus_are_used_last_and_a_down_nvlink_leaves_the_topology() {
     let job = c.sbatch(&["-w", "n1", "--gres=gpu:2", "--wrap", "sleep 300"]);
     c.wait_state(job, "RUNNING", WAIT);
     assert_eq!(c.gres_idx(job), vec![("n1".to_string(), vec![6, 7])]);
+    // NV2 pairs were free, but only of degraded GPUs: the note says the pick is not the best
+    // connected one, and that no degraded GPU is used.
+    assert_eq!(
+        system_comment(&c, job),
+        "gputopo: n1 gpus=6-7 link=PCIe-PIX optimal=no(free best NV2) degraded=none"
+    );
+    let _ = c.run("scancel", &[&job.to_string()]);
+    explains_a_job_held_back_by_faulty_gpus(&c);
+    a_warm_quad_gives_way_to_the_equal_cool_quad(&c);
+}
+
+/// Issue 13 item 3: n3's GPUs 0-3 run warm (80 C of a 90 C slowdown threshold: ok, published
+/// in `w`), 4-7 cool; the two quads connect equally (NV1 bottleneck), so with `PreferCool`
+/// (the default) a 4-GPU job gets the cool quad, where the engine alone takes the lowest.
+fn a_warm_quad_gives_way_to_the_equal_cool_quad(c: &Cluster) {
+    c.wait_until("n3's warm GPUs to be published", WAIT, || {
+        health(c, "n3").map(|h| h.warm.narrow()) == GpuSet::parse_list("0-3").ok()
+    });
+    assert!(
+        extra(c, "n3").contains(r#""w":[0,1,2,3]"#),
+        "{}",
+        extra(c, "n3")
+    );
+    let job = c.sbatch(&["-w", "n3", "--gres=gpu:4", "--wrap", "sleep 300"]);
+    c.wait_state(job, "RUNNING", WAIT);
+    assert_eq!(c.gres_idx(job), vec![("n3".to_string(), vec![4, 5, 6, 7])]);
+    assert_eq!(
+        system_comment(c, job),
+        "gputopo: n3 gpus=4-7 link=NV1 optimal=yes degraded=none"
+    );
+    let _ = c.run("scancel", &[&job.to_string()]);
+}
+
+/// The `SystemComment=` line of the job's record (empty when absent).
+fn system_comment(c: &Cluster, job: u32) -> String {
+    c.job_record(job)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("SystemComment="))
+        .unwrap_or_default()
+        .trim_end()
+        .to_string()
+}
+
+/// Issue 13 item 6, pending side: n2 has GPUs 5 and 6 faulty, so a job that needs all 8 of
+/// n2's GPUs waits, and its `SystemComment` (in `scontrol show job` and `squeue`) names the
+/// node and the faulty GPUs.
+fn explains_a_job_held_back_by_faulty_gpus(c: &Cluster) {
+    c.wait_until("n2's faulty GPUs to be published", WAIT, || {
+        health(c, "n2").map(|h| h.with_status(Status::Faulty)) == GpuSet::parse_list("5-6").ok()
+    });
+    let job = c.sbatch(&["-w", "n2", "--gres=gpu:8", "--wrap", "true"]);
+    let want = "gputopo: pending, nodes withheld for faulty GPUs: n2[5-6]";
+    c.wait_until("the pending job's note", WAIT, || {
+        system_comment(c, job) == want
+    });
+    assert_eq!(c.job_state(job).as_deref(), Some("PENDING"));
+    let squeue = c.ok(
+        "squeue",
+        &["-h", "-j", &job.to_string(), "-O", "system_comment:200"],
+    );
+    assert_eq!(squeue.trim(), want);
     let _ = c.run("scancel", &[&job.to_string()]);
 }
 
@@ -125,4 +193,76 @@ fn capability_labels_route_jobs_on_a_mixed_fleet() {
         runs_on("--extra=gpu_mem_gib>=80&cc<9.0", "n2");
         runs_on("--extra=gpu_model=V100", "n1");
     }
+}
+
+/// Issue 13 items 5 and 7: four GB200 trays in two NVLink domains, interleaved (n1, n3 in
+/// rack 1; n2, n4 in rack 2). Without a topology plugin Slurm gives a 2-node job the lowest
+/// nodes, n1 and n2, across the domains; with the `topology.conf` that `gputopo
+/// topology-conf` writes from what the nodes published (`topology/block` on 24.11,
+/// `topology/tree` with `--tree` on 22.05, which has no block plugin), the job stays inside
+/// one domain (either: on 22.05.8 tree takes n[2,4]), with select/gputopo steering the nodes.
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn a_two_node_job_stays_inside_one_nvlink_domain() {
+    let block = !release().starts_with("22.");
+    let Some((_rig, c)) = start(
+        "domains",
+        "gb200-nvl72-tray",
+        &[
+            ("n1", "gb200-rack1"),
+            ("n2", "gb200-rack2"),
+            ("n3", "gb200-rack1"),
+            ("n4", "gb200-rack2"),
+        ],
+        "",
+    ) else {
+        return;
+    };
+    c.wait_until("every node to publish its NVLink domain", WAIT, || {
+        c.nodes()
+            .iter()
+            .all(|n| extra(&c, n).contains("\"nvlink_domain\""))
+    });
+    let two_nodes = |c: &Cluster| {
+        let job = c.sbatch(&["-N2", "--gres=gpu:4", "--wrap", "true"]);
+        c.wait_state(job, "COMPLETED", WAIT);
+        field(&c.job_record(job), "NodeList")
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(two_nodes(&c), "n[1-2]", "no topology: the lowest nodes");
+    let bin = super::harness::gputopo_bin();
+    let mut cmd = c.cmd(&bin.to_string_lossy());
+    cmd.arg("topology-conf");
+    if !block {
+        cmd.arg("--tree");
+    }
+    let out = cmd.output().expect("gputopo topology-conf");
+    let conf = String::from_utf8_lossy(&out.stdout).into_owned();
+    let key = if block { "BlockName" } else { "SwitchName" };
+    let groups: Vec<&str> = conf.lines().filter(|l| l.starts_with(key)).collect();
+    assert_eq!(
+        groups,
+        [
+            format!("{key}=nvl1 Nodes=n1,n3"),
+            format!("{key}=nvl2 Nodes=n2,n4")
+        ],
+        "{conf}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(c.etc().join("topology.conf"), &conf).expect("topology.conf");
+    let plugin = if block {
+        "topology/block"
+    } else {
+        "topology/tree"
+    };
+    let slurm_conf = c.etc().join("slurm.conf");
+    let text = std::fs::read_to_string(&slurm_conf).expect("slurm.conf");
+    std::fs::write(&slurm_conf, format!("{text}TopologyPlugin={plugin}\n")).expect("slurm.conf");
+    c.restart_slurmctld();
+    let inside = two_nodes(&c);
+    assert!(
+        ["n[1,3]", "n[2,4]"].contains(&inside.as_str()),
+        "one NVLink domain, got {inside}"
+    );
 }

@@ -1,16 +1,32 @@
 //! `gputopo topology-conf`: Slurm `topology/block` configuration (topology.conf) with one
 //! block per NVLink domain, from the `nvlink_domain` the nodes published in `Extra` (rule:
-//! `gputopo_core::topology::block_conf`). Runs wherever a Slurm client works.
+//! `gputopo_core::topology::block_conf`); with `--tree`, `topology/tree` with one leaf switch
+//! per domain, for releases before 23.11 (no `topology/block`). Runs wherever a Slurm client
+//! works.
 
 use crate::cmd_nodes;
-use gputopo_core::topology::block_conf::block_conf;
+use gputopo_core::topology::block_conf::{block_conf, tree_conf};
 
-pub use crate::cmd_features::Args;
+/// Arguments of `gputopo topology-conf`.
+#[derive(clap::Args)]
+pub struct TopologyConfArgs {
+    /// Which nodes, and the scontrol to ask.
+    #[command(flatten)]
+    pub nodes: crate::cmd_features::Args,
+    /// Write topology/tree (one leaf switch per domain) instead of topology/block.
+    #[arg(long)]
+    pub tree: bool,
+}
 
 /// Runs the subcommand. Exit code 0, or 1 when scontrol fails.
-pub fn run(args: Args) -> anyhow::Result<i32> {
-    let nodes = crate::cmd_features::show_nodes(&args)?;
-    print!("{}", block_conf(&domains(&nodes)));
+pub fn run(args: TopologyConfArgs) -> anyhow::Result<i32> {
+    let nodes = domains(&crate::cmd_features::show_nodes(&args.nodes)?);
+    let conf = if args.tree {
+        tree_conf(&nodes)
+    } else {
+        block_conf(&nodes)
+    };
+    print!("{conf}");
     Ok(0)
 }
 

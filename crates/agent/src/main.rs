@@ -50,7 +50,7 @@ enum Cmd {
     /// slurm.conf Features= suggestions from the nodes' published capability labels.
     Features(cmd_features::Args),
     /// Slurm topology/block configuration, one block per published NVLink domain.
-    TopologyConf(cmd_topology_conf::Args),
+    TopologyConf(cmd_topology_conf::TopologyConfArgs),
     /// Replay a job trace on a simulated cluster under several placement policies.
     Simulate(cmd_simulate::Args),
 }

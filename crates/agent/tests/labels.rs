@@ -100,6 +100,21 @@ fn two_gb200_racks_give_two_blocks_of_18_nodes() {
         conf.contains("# no NVLink domain published: login"),
         "{conf}"
     );
+    // Releases without topology/block (22.05): one leaf switch per domain.
+    let (rc, tree, err, _) = n.run(&["topology-conf", "--tree", "--scontrol", &sc]);
+    assert_eq!(rc, 0, "{err}");
+    let switches: Vec<&str> = tree
+        .lines()
+        .filter(|l| l.starts_with("SwitchName="))
+        .collect();
+    assert_eq!(
+        switches,
+        [
+            format!("SwitchName=nvl1 Nodes={}", rack(1)),
+            format!("SwitchName=nvl2 Nodes={}", rack(2))
+        ],
+        "{tree}"
+    );
     let (rc, features, _, _) = n.run(&["features", "--scontrol", &sc]);
     assert_eq!(rc, 0);
     assert!(

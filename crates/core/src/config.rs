@@ -109,6 +109,8 @@ pub struct SelectConfig {
     pub prefer_agent_topology: bool,
     /// `LogDecisions`: log every decision.
     pub log_decisions: bool,
+    /// `PreferCool`: among equally connected sets, GPUs the agent does not report warm.
+    pub prefer_cool: bool,
 }
 
 impl Default for SelectConfig {
@@ -120,6 +122,7 @@ impl Default for SelectConfig {
             degraded_last: true,
             prefer_agent_topology: true,
             log_decisions: false,
+            prefer_cool: true,
         }
     }
 }
@@ -161,6 +164,7 @@ pub const KEYS: &[&str] = &[
     "DegradedLast",
     "PreferAgentTopology",
     "LogDecisions",
+    "PreferCool",
 ];
 
 /// Longest accepted millisecond/second setting (one hour), so deadlines stay sane.
@@ -259,6 +263,7 @@ impl Config {
                     "NodeRanking" => s.node_ranking = boolean(v).map_err(err)?,
                     "DegradedLast" => s.degraded_last = boolean(v).map_err(err)?,
                     "PreferAgentTopology" => s.prefer_agent_topology = boolean(v).map_err(err)?,
+                    "PreferCool" => s.prefer_cool = boolean(v).map_err(err)?,
                     _ => s.log_decisions = boolean(v).map_err(err)?,
                 }
             }

@@ -19,6 +19,8 @@
 //!   GPUs planned as absent, and the candidate order that steers cons_tres to them.
 //! - [`tries`]: the control loop of `select_p_job_test` (tiers, widening, exclusion rounds,
 //!   give-up) as a state machine, tested against fake cons_tres closures.
+//! - [`cool`]: among equally connected sets, GPUs that do not run warm (`PreferCool`).
+//! - [`explain`]: the placement note users read in `scontrol show job` (`SystemComment`).
 //! - [`health_cache`]: per-node GPU health parsed from node `Extra`, parsed once per change.
 //!
 //! The GPU re-pick reaches the engine through the [`Placer`] trait, so its rules are tested
@@ -26,7 +28,9 @@
 //! uses the engine directly ([`Prepared`]): it orders nodes by the engine's own
 //! [`crate::placement::RankKey`], so there is one node order, not two.
 
+pub mod cool;
 mod engine_placer;
+pub mod explain;
 pub mod first_fit;
 pub mod health_cache;
 pub mod narrow;

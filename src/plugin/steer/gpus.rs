@@ -9,10 +9,12 @@
 //! jobs) are left alone: the job does not start in this cycle anyway.
 
 use gputopo_core::config::SelectConfig;
+use gputopo_core::steer::cool::prefer_cool;
 use gputopo_core::steer::repick::{Constraints, Decision, NodeInput, repick};
 use gputopo_core::steer::{HealthMasks, Prepared, first_fit};
 use gputopo_core::{GpuSet, WideSet};
 
+use crate::plugin::steer::explain;
 use crate::plugin::steer::state::{Stats, SteerState, health_masks};
 use crate::plugin::steer::wide::{self, OnNode, Repick};
 use crate::slurm::bitmap::NodeIndex;
@@ -62,6 +64,8 @@ pub fn repick_job(
     let mut requests = job.gres_requests();
     let mut writes: Vec<Write> = Vec::new();
     let mut exclude: Vec<NodeIndex> = Vec::new();
+    // What the job gets per node, for its SystemComment (written with the selections).
+    let mut notes = Vec::new();
     // GPUs this job already holds per node through an earlier gpu request (typed requests
     // such as --gres=gpu:a:1,gpu:b:1 are separate list entries).
     let mut taken: Vec<(NodeIndex, WideSet)> = Vec::new();
@@ -94,6 +98,7 @@ pub fn repick_job(
                 match wide::repick(st, cfg, &nv, &ng, req, &ctx) {
                     Repick::Keep => {
                         if let Some(s) = req.selected_wide(ni) {
+                            notes.push(explain::plain(nv.name(), &s, None));
                             taken.push((ni, s));
                         }
                     }
@@ -111,6 +116,7 @@ pub fn repick_job(
                             set: set.clone(),
                             count_only,
                         });
+                        notes.push(explain::plain(nv.name(), &set, None));
                         taken.push((ni, set));
                     }
                     Repick::Exclude => exclude.push(ni),
@@ -141,6 +147,8 @@ pub fn repick_job(
                 log_first_fit(cfg, job_id.0, nv.name(), count, health, pick);
                 match pick {
                     Some(set) => {
+                        let degraded = set.intersection(health.degraded);
+                        notes.push(explain::plain(nv.name(), set, Some(degraded)));
                         writes.push(Write {
                             request: ri,
                             node: ni,
@@ -195,6 +203,17 @@ pub fn repick_job(
             // A better-connected set is taken only where Slurm knows the topology and
             // TopologyAware is on; avoiding faulty or degraded GPUs always applies.
             let decision = decision.gate_topology(cfg.topology_aware && model.ranked);
+            // Among equally connected sets, GPUs the agent does not report warm.
+            let warm = model.health.as_deref().map(|h| h.warm.narrow());
+            let decision = match warm.filter(|w| cfg.prefer_cool && !w.is_empty()) {
+                Some(w) => prefer_cool(&engine, &input, decision, w),
+                None => decision,
+            };
+            if let Some(set) = decision.final_set(stock) {
+                let usable = input.usable();
+                let note = explain::ranked(&engine, nv.name(), topo, set, usable, input.health);
+                notes.push(note);
+            }
             let final_set = match decision {
                 Decision::Replace { set, .. } => {
                     writes.push(Write {
@@ -231,6 +250,7 @@ pub fn repick_job(
         }
     }
     Stats::add(&st.stats.replaced, replaced as u64);
+    explain::placed(job, &notes);
     JobRepick::Done { replaced }
 }
 
@@ -260,11 +280,7 @@ fn log_decision<S: std::fmt::Display>(
     if !verbose && !crate::slurm::conf::debug_select_or_gres() {
         return;
     }
-    let candidates = input
-        .constraints
-        .eligible()
-        .intersection(input.topo.all())
-        .difference(input.health.faulty);
+    let candidates = input.usable();
     let what = match d {
         Decision::Keep(r) => format!("keep {} ({r:?})", input.stock),
         Decision::Replace {

@@ -18,6 +18,7 @@ use std::ffi::c_int;
 use std::time::Instant;
 
 use crate::ffi;
+use crate::plugin::steer::explain;
 use crate::plugin::steer::gpus::{JobRepick, repick_job};
 use crate::plugin::steer::nodes::{self, MAX_TRIES, NodeFacts};
 use crate::plugin::steer::shared;
@@ -190,6 +191,7 @@ fn drive(
     excluded.sort_unstable();
     let plan = tries::Tries::new(tiers, excluded.iter().map(|n| n.0).collect(), mode);
     let mut rc = ffi::SLURM_ERROR;
+    let mut withheld = excluded;
     let (outcome, mut calls) = tries::run(plan, |offer| {
         let offer: Vec<NodeIndex> = offer.iter().copied().map(NodeIndex).collect();
         write_bitmap(bitmap, &offer);
@@ -204,6 +206,7 @@ fn drive(
             match repick_all(st, cfg, job, call.gres_reserved) {
                 JobRepick::Done { .. } => tries::Answer::Placed,
                 JobRepick::Exclude(nodes) => {
+                    withheld.extend(&nodes);
                     tries::Answer::Exclude(nodes.into_iter().map(|n| n.0).collect())
                 }
             }
@@ -216,6 +219,9 @@ fn drive(
         let _ = timed(st, forward);
         calls += 1;
         rc = ffi::SLURM_ERROR;
+    }
+    if outcome != tries::Outcome::Success {
+        explain::pending(st, cfg, job, &withheld);
     }
     if calls > 1 {
         Stats::add(&st.stats.extra_stock_calls, (calls - 1) as u64);

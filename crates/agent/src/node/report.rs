@@ -44,6 +44,8 @@ pub struct SlurmGpu {
     pub ident: Identity,
     /// Verdict (its `index` is the Slurm GRES index).
     pub verdict: GpuHealth,
+    /// An `ok` GPU running warm this check ([`telemetry::warm`]).
+    pub warm: bool,
 }
 
 /// The node as Slurm should see it.
@@ -106,6 +108,7 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
                     device: Device::new(slot.minor, None),
                     ..GpuHealth::from_reasons(i, vec![r.clone()])
                 },
+                warm: false,
             })
             .collect();
         return NodeReport {
@@ -131,7 +134,12 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
             .filter(|_| verdict.status != Status::Ok)
             .and_then(|id| id.bus_id.as_deref());
         verdict.device = Device::new(slot.minor, bus);
+        let warm = verdict.status == Status::Ok
+            && slot.nvml.is_some_and(|n| {
+                telemetry::warm(&reading.gpus[n].evidence.telemetry, &a.telemetry)
+            });
         gpus.push(SlurmGpu {
+            warm,
             nvml: slot.nvml,
             minor: slot.minor,
             ident: slot
@@ -312,11 +320,18 @@ impl NodeReport {
             .iter()
             .map(|(r, _)| r.clone())
             .collect();
-        NodeHealth::new(
+        let mut health = NodeHealth::new(
             self.gpus.iter().map(|g| g.verdict.clone()).collect(),
             self.topology.as_ref().filter(|_| complete),
             errors,
-        )
+        );
+        health.warm = self
+            .gpus
+            .iter()
+            .filter(|g| g.warm)
+            .map(|g| g.verdict.index)
+            .collect();
+        health
     }
 
     /// Prints the warnings to stderr.

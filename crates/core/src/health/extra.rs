@@ -13,6 +13,7 @@
 //!   "links":[[0,18,...],[18,0,...],...],     optional: NVLinks per pair, NVSwitch applied
 //!   "pcie":[[0,1,3,...],...],                optional: PCIe level per pair, 0=SB 1=PIX 2=PXB
 //!                                            3=PHB 4=NODE 5=SYS
+//!   "w":[0,1],                               optional: ok GPUs running warm (see below)
 //!   "e":["driver_not_loaded"],               optional: node-level problems
 //!   "t":1764583200}}                         optional: when the agent wrote it (Unix s)
 //! ```
@@ -27,6 +28,9 @@
 //!   (`/dev/nvidiaN`) and (the agent writes it for GPUs that are not ok) its PCI bus id in
 //!   short form (`3d:00.0`), for administrators.
 //! - `links`/`pcie`: `n`×`n` matrices in GRES index order (diagonal 0), `n` = number of GPUs.
+//! - `w`: GRES indices of `ok` GPUs that run warm or throttle right now without it being
+//!   sustained (`crate::health::telemetry::warm`): a preference only (cooler GPUs first among
+//!   equally connected sets), so a malformed value is ignored.
 //!
 //! [`parse_extra`] is what slurmctld runs (through the select plugin) for every node it
 //! considers, so it is cheap: one pass of serde_json over the string, skipping foreign keys
@@ -125,6 +129,8 @@ pub struct NodeHealth {
     pub errors: Vec<Reason>,
     /// When the agent wrote this (Unix seconds), if it said.
     pub time: Option<u64>,
+    /// `ok` GPUs running warm now (`w`), empty when none.
+    pub warm: WideSet,
 }
 
 impl NodeHealth {
@@ -145,6 +151,7 @@ impl NodeHealth {
             pcie,
             errors,
             time: None,
+            warm: WideSet::new(),
         }
     }
 
@@ -221,6 +228,7 @@ impl NodeHealth {
                 .pcie
                 .as_ref()
                 .map(|m| m.rows().iter().map(|r| r.to_vec()).collect()),
+            w: self.warm.iter().collect(),
             e: self.errors.clone(),
             t: self.time,
         };
@@ -321,6 +329,7 @@ pub fn read_extra(extra: &str) -> Result<Option<Parsed>, ExtraError> {
             pcie,
             errors: w.e,
             time: w.t,
+            warm: w.w.unwrap_or_default().into_iter().collect(),
         },
         problems,
     }))
@@ -435,6 +444,9 @@ mod wire {
         pub links: Option<Vec<Vec<u8>>>,
         #[serde(default)]
         pub pcie: Option<Vec<Vec<u8>>>,
+        /// Warm GPUs; a preference, so a malformed value is ignored.
+        #[serde(default, deserialize_with = "super::gpu_list::lenient_indices")]
+        pub w: Option<Vec<usize>>,
         #[serde(default)]
         pub e: Vec<Reason>,
         /// When the agent wrote it; informational, so a malformed value is ignored.
@@ -451,6 +463,8 @@ mod wire {
         pub links: Option<Vec<Vec<u8>>>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub pcie: Option<Vec<Vec<u8>>>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub w: Vec<usize>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pub e: Vec<Reason>,
         /// When the agent wrote it (Unix seconds; optional).

@@ -182,6 +182,35 @@ pub fn signals(t: &Telemetry, p: &TelemetryPolicy) -> [(Signal, Option<bool>); 5
     ]
 }
 
+/// How many thermal margins below the slowdown threshold a GPU counts as warm.
+pub const WARM_MARGINS: u32 = 3;
+
+/// This check's soft heat signal: the GPU is within `WARM_MARGINS × ThermalMarginC` of its
+/// slowdown (or shutdown) threshold (15 °C by default), or a thermal, power or HW-slowdown
+/// signal is seen right now without being sustained yet. Unlike [`signals`] it makes no
+/// verdict: the agent publishes it for `ok` GPUs (`Extra` key `w`) and the select plugin
+/// prefers cooler GPUs among equally connected sets, so heat spreads instead of piling up on
+/// the same cards. Unreadable telemetry is not warm.
+pub fn warm(t: &Telemetry, p: &TelemetryPolicy) -> bool {
+    let near_limit = t.temp_c.value().is_some_and(|&temp| {
+        [t.slowdown_c.value(), t.shutdown_c.value()]
+            .into_iter()
+            .flatten()
+            .min()
+            .is_some_and(|&limit| {
+                temp.saturating_add(p.thermal_margin_c.saturating_mul(WARM_MARGINS)) >= limit
+            })
+    });
+    let throttling = signals(t, p).into_iter().any(|(g, seen)| {
+        seen == Some(true)
+            && matches!(
+                g,
+                Signal::Thermal | Signal::PowerCapped | Signal::HwSlowdown
+            )
+    });
+    near_limit || throttling
+}
+
 /// One signal's hysteresis state on one device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Track {
@@ -249,6 +278,29 @@ mod tests {
             .filter(|(_, s)| *s == Some(true))
             .map(|(g, _)| g)
             .collect()
+    }
+
+    #[test]
+    fn warm_is_near_the_slowdown_threshold_or_throttling_now() {
+        let p = TelemetryPolicy::default();
+        assert!(!warm(&cool(), &p), "60 C of 90 C, no throttle");
+        let at = |temp| Telemetry {
+            temp_c: Reading::Value(temp),
+            ..cool()
+        };
+        assert!(!warm(&at(74), &p));
+        assert!(warm(&at(75), &p), "15 C below the slowdown threshold");
+        let capped = Telemetry {
+            clock_events: Reading::Value(reason_bits::SW_POWER_CAP),
+            ..cool()
+        };
+        assert!(warm(&capped, &p));
+        let unread = Telemetry {
+            temp_c: Reading::NotSupported,
+            clock_events: Reading::NotSupported,
+            ..cool()
+        };
+        assert!(!warm(&unread, &p), "missing telemetry is not evidence");
     }
 
     #[test]

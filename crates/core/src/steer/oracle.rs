@@ -70,6 +70,25 @@ pub(crate) fn dgx1v() -> NodeTopology {
         .expect("invariant: the shipped DGX-1V fixture parses")
 }
 
+/// A re-pick input: cons_tres picked `stock`, `free` are the unallocated GPUs, all healthy.
+pub(crate) fn node_input<'a>(
+    topo: &'a NodeTopology,
+    stock: &[usize],
+    free: &[usize],
+) -> super::repick::NodeInput<'a> {
+    super::repick::NodeInput {
+        topo,
+        stock: set(stock),
+        constraints: super::repick::Constraints {
+            allocated: topo.all().difference(set(free)),
+            ..super::repick::Constraints::none(topo)
+        },
+        health: super::HealthMasks::ALL_OK,
+        near: GpuSet::EMPTY,
+        whole_node: false,
+    }
+}
+
 /// `GpuSet` from a list, for readable tables.
 pub(crate) fn set(v: &[usize]) -> GpuSet {
     v.iter().copied().collect()

@@ -79,6 +79,16 @@ pub struct NodeInput<'a> {
     pub whole_node: bool,
 }
 
+impl NodeInput<'_> {
+    /// The GPUs the job could be given here: eligible, on the topology, not faulty.
+    pub fn usable(&self) -> GpuSet {
+        self.constraints
+            .eligible()
+            .intersection(self.topo.all())
+            .difference(self.health.faulty)
+    }
+}
+
 /// Why cons_tres's pick stays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeepReason {
@@ -107,6 +117,8 @@ pub enum ReplaceReason {
     AvoidsDegraded,
     /// The new set scores higher.
     Better,
+    /// Equal quality, fewer GPUs running warm ([`super::cool`]).
+    Cooler,
 }
 
 /// Why the node cannot serve the job without a faulty GPU.
@@ -194,11 +206,7 @@ pub fn repick<P: Placer>(placer: &P, input: &NodeInput<'_>) -> Decision<P::Score
     }
     let count = stock.len();
     let stock_ok = stock.intersection(faulty).is_empty();
-    let pool = input
-        .constraints
-        .eligible()
-        .intersection(all)
-        .difference(faulty);
+    let pool = input.usable();
     let choice = choose_healthiest(placer, topo, pool, health.degraded, count, input.near)
         .filter(|c| c.len() == count && c.is_subset(pool));
     let Some(set) = choice else {

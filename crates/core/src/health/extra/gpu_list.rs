@@ -53,6 +53,14 @@ pub(super) fn lenient_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Opti
     lenient(d)
 }
 
+/// See [`lenient`]; used for the warm GPUs (indices at or above `MAX_INDEX` are dropped).
+pub(super) fn lenient_indices<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<usize>>, D::Error> {
+    let v: Option<Vec<usize>> = lenient(d)?;
+    Ok(v.map(|v| v.into_iter().filter(|&i| i < MAX_INDEX).collect()))
+}
+
 /// The verdicts by index (sorted, one per index) and the problems met.
 pub(super) fn verdicts(raw: Vec<RawGpu>) -> (Vec<GpuHealth>, Vec<String>) {
     let mut problems = Vec::new();

@@ -207,3 +207,18 @@ fn indices_beyond_the_topology_model_keep_their_verdict() {
     );
     assert_eq!(p.health.status(70), Some(Status::Degraded));
 }
+
+#[test]
+fn warm_gpus_round_trip_and_a_bad_value_is_ignored() {
+    let mut h = sample();
+    h.warm = [0].into_iter().collect();
+    let json = h.to_json();
+    assert!(json.contains(r#""w":[0]"#), "{json}");
+    let extra = merge_extra("", &h).unwrap();
+    assert_eq!(parse_extra(&extra).unwrap(), Some(h.clone()));
+    // A preference, not health: a malformed `w` drops only itself.
+    let bad = extra.replace(r#""w":[0]"#, r#""w":"hot""#);
+    let read = parse_extra(&bad).unwrap().expect("still ours");
+    assert!(read.warm.is_empty());
+    assert_eq!(read.gpus, h.gpus);
+}

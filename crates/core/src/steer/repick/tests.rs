@@ -2,21 +2,7 @@
 //! degraded masks checking the invariants the plugin relies on.
 
 use super::*;
-use crate::steer::oracle::{BruteForce, dgx1v, set};
-
-fn input<'a>(topo: &'a NodeTopology, stock: &[usize], free: &[usize]) -> NodeInput<'a> {
-    NodeInput {
-        topo,
-        stock: set(stock),
-        constraints: Constraints {
-            allocated: topo.all().difference(set(free)),
-            ..Constraints::none(topo)
-        },
-        health: HealthMasks::ALL_OK,
-        near: GpuSet::EMPTY,
-        whole_node: false,
-    }
-}
+use crate::steer::oracle::{BruteForce, dgx1v, node_input as input, set};
 
 fn replaced(d: &Decision<crate::steer::oracle::OracleScore>) -> Option<(GpuSet, ReplaceReason)> {
     match d {
