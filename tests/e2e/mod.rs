@@ -5,6 +5,7 @@ mod agent_telemetry;
 mod checkpoint;
 mod engine;
 mod foundation;
+mod gang;
 mod gres_configs;
 mod harness;
 mod identity;

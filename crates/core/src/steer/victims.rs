@@ -177,5 +177,7 @@ pub fn order(candidates: &[Candidate], plan: &Plan) -> Vec<usize> {
     out
 }
 
+pub mod mode;
+
 #[cfg(test)]
 mod tests;
