@@ -10,6 +10,7 @@ mod gres_configs;
 mod harness;
 mod identity;
 mod preempt;
+mod preempt_qos;
 mod priority;
 mod priority_fairshare;
 mod priority_ha;
