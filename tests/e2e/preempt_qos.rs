@@ -7,8 +7,8 @@
 //!
 //! With select/gputopo the preemptor gets a best quad and, as with stock
 //! (`GPUTOPO_SELECT=cons_tres`, which prints what cons_tres chose), exactly four victims.
-//! slurmdbd lives beside the harness's cluster directory (`DIR.dbd`, ports from DIR), so this
-//! can run while other clusters do.
+//! slurmdbd lives beside the harness's cluster directory (`DIR-qos.dbd`, ports from
+//! `DIR-qos`), so this can run while other clusters and other tests' slurmdbd do.
 
 use std::process::Command;
 
@@ -26,7 +26,9 @@ struct Dbd {
 
 impl Dbd {
     fn up(cluster: &str) -> Dbd {
-        let dir = cluster_dir().display().to_string();
+        // Its own directory beside the cluster's (slurmdbd.sh uses DIR.dbd and ports from
+        // DIR): another test's slurmdbd for the same cluster directory never shares it.
+        let dir = format!("{}-qos", cluster_dir().display());
         let out = Command::new(repo().join("contrib/slurmdbd.sh"))
             .args(["up", "--release", &release(), "--dir", &dir])
             .args(["--cluster", cluster])
