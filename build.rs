@@ -160,6 +160,7 @@ const ALLOWLISTS: &[Allow] = &[
             "SELECT_MODE_.*",
             "SELECT_PLUGIN_CONS_TRES",
             "NO_VAL",
+            "NO_VAL16",
         ],
     },
     // Added by the priority helper: the priority/gputopo role (src/plugin/priority*).

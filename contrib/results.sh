@@ -222,5 +222,7 @@ OBS
       echo "All plots: $(for f in "$OUT/$s"/*.svg; do b=$(basename "$f" .svg); printf '[%s](results/%s/%s.svg) ' "$b" "$s" "$b"; done)"
     fi
   done
+  # The preemption scenario: contrib/results-preempt.sh writes its own fragment.
+  if [ -f docs/results-preempt.md ]; then echo; cat docs/results-preempt.md; fi
 } >docs/results.md
 echo "wrote docs/results.md and $OUT/" >&2

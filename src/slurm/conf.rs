@@ -6,6 +6,8 @@
 use std::ffi::{CStr, c_char};
 use std::path::PathBuf;
 
+use gputopo_core::steer::victims::mode::PreemptKind;
+
 use crate::ffi;
 
 /// libslurmfull's `slurm_conf` global (taking its address needs no `unsafe`).
@@ -114,4 +116,14 @@ pub fn preempt_youngest_first() -> bool {
     // SAFETY: one pointer field copied out of libslurmfull's initialised global.
     let raw = unsafe { (*global()).preempt_params };
     string_field(raw).is_some_and(|p| p.to_ascii_lowercase().contains("youngest_first"))
+}
+
+/// slurm.conf's `PreemptType` (as the mode rule needs it) and `PreemptMode`.
+pub fn preempt_mode() -> (PreemptKind, u16) {
+    // SAFETY: one pointer field copied out of libslurmfull's initialised global.
+    let raw = unsafe { (*global()).preempt_type };
+    let kind = PreemptKind::from_preempt_type(&string_field(raw).unwrap_or_default());
+    // SAFETY: one integer field copied out of libslurmfull's initialised global.
+    let mode = unsafe { (*global()).preempt_mode };
+    (kind, mode)
 }

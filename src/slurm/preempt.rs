@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 
 use gputopo_core::GpuSet;
+use gputopo_core::steer::victims::mode;
 
 use crate::ffi;
 use crate::slurm::EntryPtr;
@@ -32,6 +33,9 @@ pub struct CandidateJob {
     pub node: Option<NodeIndex>,
     /// Its GPUs there.
     pub gpus: GpuSet,
+    /// Slurm suspends it to preempt it, and a suspended job keeps its GPUs
+    /// ([`gputopo_core::steer::victims::mode`]).
+    pub keeps_gpus: bool,
 }
 
 /// The candidates in list order.
@@ -41,10 +45,18 @@ pub fn candidates(list: &EntryPtr<'_, ffi::xlist>) -> Vec<CandidateJob> {
     let Some(list) = (unsafe { ListRef::<ffi::job_record_t>::from_raw(list.as_ptr()) }) else {
         return Vec::new();
     };
+    let (kind, global) = crate::slurm::conf::preempt_mode();
     list.iter()
         .map(|j| {
             // SAFETY: part_ptr is null or the job's live partition record.
-            let tier = unsafe { j.part_ptr.as_ref() }.map_or(0, |p| u32::from(p.priority_tier));
+            let part = unsafe { j.part_ptr.as_ref() };
+            let tier = part.map_or(0, |p| u32::from(p.priority_tier));
+            let part_mode = part
+                .map(|p| p.preempt_mode)
+                .filter(|&m| u32::from(m) != ffi::NO_VAL16);
+            // SAFETY: qos_ptr is null or the job's live QOS record.
+            let qos_mode = unsafe { j.qos_ptr.as_ref() }.map_or(0, |q| q.preempt_mode);
+            let mode = mode::job_mode(kind, global, part_mode, qos_mode);
             // SAFETY: node_bitmap is null or the job's live node bitmap.
             let nodes: Vec<NodeIndex> = unsafe { BitmapRef::<NodeIndex>::from_raw(j.node_bitmap) }
                 .map(|b| b.iter_set().collect())
@@ -57,6 +69,7 @@ pub fn candidates(list: &EntryPtr<'_, ffi::xlist>) -> Vec<CandidateJob> {
                 key: (tier, j.qos_ptr as usize, j.node_cnt),
                 node: (nodes.len() == 1).then(|| nodes[0]),
                 gpus: gpus.unwrap_or_default(),
+                keeps_gpus: mode::keeps_gpus(mode),
             }
         })
         .collect()

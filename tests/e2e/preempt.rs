@@ -23,7 +23,8 @@ fn extra(mode: &str) -> String {
     )
 }
 
-const CONF: &str = "HealthAware=yes\nTopologyAware=yes\nNodeRanking=yes\nLogDecisions=yes\n";
+pub(super) const CONF: &str =
+    "HealthAware=yes\nTopologyAware=yes\nNodeRanking=yes\nLogDecisions=yes\n";
 
 /// Submits a one-node job of `gpus` GPUs in the high-tier partition, sleeping `secs`.
 pub(super) fn submit_high(c: &Cluster, gpus: u32, secs: u32) -> u32 {
@@ -32,31 +33,34 @@ pub(super) fn submit_high(c: &Cluster, gpus: u32, secs: u32) -> u32 {
     c.sbatch(&["-p", "high", "-N1", "-n1", "-c1", &gres, "--wrap", &wrap])
 }
 
-fn best_quad(g: &[usize]) -> bool {
+pub(super) fn best_quad(g: &[usize]) -> bool {
     g == [0, 1, 2, 3] || g == [4, 5, 6, 7]
 }
 
 /// Fills the GPUs with `n` one-GPU jobs in `gpu`, then runs a 4-GPU job in `high`; returns
 /// (victims, the preemptor's node and GPUs).
 fn preempt_once(c: &Cluster, n: usize) -> (Vec<u32>, String, Vec<usize>) {
-    let fill: Vec<u32> = (0..n)
-        .map(|_| {
-            c.sbatch(&[
-                "-p",
-                "gpu",
-                "-N1",
-                "-n1",
-                "-c1",
-                "--gres=gpu:1",
-                "--wrap",
-                "sleep 3000",
-            ])
-        })
-        .collect();
+    preempt_once_with(c, n, &["-p", "gpu"], &["-p", "high"])
+}
+
+/// Fills the GPUs with `n` one-GPU jobs submitted with `low` (sbatch options), then runs a
+/// 4-GPU job submitted with `high`; returns (victims, the preemptor's node and GPUs).
+pub(super) fn preempt_once_with(
+    c: &Cluster,
+    n: usize,
+    low: &[&str],
+    high: &[&str],
+) -> (Vec<u32>, String, Vec<usize>) {
+    let job = |opts: &[&str], gres: &str| {
+        let mut args = opts.to_vec();
+        args.extend(["-N1", "-n1", "-c1", gres, "--wrap", "sleep 3000"]);
+        c.sbatch(&args)
+    };
+    let fill: Vec<u32> = (0..n).map(|_| job(low, "--gres=gpu:1")).collect();
     for &j in &fill {
         c.wait_state(j, "RUNNING", WAIT);
     }
-    let high = submit_high(c, 4, 3000);
+    let high = job(high, "--gres=gpu:4");
     c.wait_state(high, "RUNNING", WAIT);
     let victims: Vec<u32> = fill
         .iter()

@@ -5,7 +5,10 @@
 //! ([`gputopo_core::steer::victims`] decides; [`crate::slurm::preempt`] reads and sorts the
 //! list). cons_tres still decides whether and whom to preempt; only the order inside runs of
 //! equal rank changes, and not at all with `PreemptParameters=youngest_first` (start times
-//! then rank jobs, which this module does not model).
+//! then rank jobs, which this module does not model). Nor when a candidate would be suspended
+//! (`PreemptMode=SUSPEND`): a suspended job keeps its GPUs
+//! ([`gputopo_core::steer::victims::mode`]), so the order could change only whose cores the
+//! job takes, which cons_tres's own order already decides.
 
 use gputopo_core::GpuSet;
 use gputopo_core::config::SelectConfig;
@@ -39,6 +42,10 @@ pub fn order_candidates(
         return;
     };
     let cands = preempt::candidates(list);
+    if cands.iter().any(|c| c.keeps_gpus) {
+        // Suspension frees cores only: the order cannot change the job's GPUs (module docs).
+        return;
+    }
     // Runs of equal keys share a rank (the list is in Slurm's order).
     let mut rank = 0u64;
     let core: Vec<Candidate> = cands

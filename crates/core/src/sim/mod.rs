@@ -33,6 +33,7 @@ pub mod cluster;
 pub mod comm;
 pub mod generator;
 pub mod metrics;
+pub mod preempt;
 pub mod rng;
 mod run;
 pub mod trace;

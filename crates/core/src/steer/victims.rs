@@ -66,7 +66,7 @@ pub struct Plan {
 }
 
 /// Every `k`-subset of `pool`.
-fn subsets(pool: GpuSet, k: usize) -> Vec<GpuSet> {
+pub(crate) fn subsets(pool: GpuSet, k: usize) -> Vec<GpuSet> {
     let items = pool.to_vec();
     let mut out = Vec::new();
     let mut pick = Vec::with_capacity(k);
@@ -88,7 +88,20 @@ fn subsets(pool: GpuSet, k: usize) -> Vec<GpuSet> {
     out
 }
 
+/// Most GPU sets [`choose`] examines in one call. A node whose sets would take the call past
+/// it ends the search with no plan (Slurm's order then stands, as without gputopo), so the
+/// cost of a call is bounded whatever the cluster: 7 distinct 16-GPU node states for an
+/// 8-GPU job, 1,428 distinct 8-GPU ones for a 4-GPU job (docs/select.md, "Victim search
+/// cost").
+pub const MAX_SETS_PER_CALL: usize = 100_000;
+
 /// The cheapest victims for `need` GPUs on one node, best set first. See the module docs.
+///
+/// Cost is kept down without changing the answer: nodes are searched in order of a lower
+/// bound on their victim count and skipped once it exceeds the best plan's; a node whose
+/// state (topology, masks, its candidates in order) repeats an earlier one's is skipped (its
+/// best plan is the same, and loses on the node index); within a node a set is scored only
+/// when its victims cost no more than the best plan's.
 pub fn choose<P: Placer>(
     placer: &P,
     nodes: &[VictimNode<'_>],
@@ -96,26 +109,59 @@ pub fn choose<P: Placer>(
     need: usize,
 ) -> Option<Plan> {
     let mut best: Option<(Cost<P::Score>, Plan)> = None;
-    for n in nodes {
-        let all = n.topo.all();
-        if all.len() > MAX_ENUMERATED_GPUS {
+    let mut budget = MAX_SETS_PER_CALL;
+    let mut searched: Vec<(&VictimNode<'_>, Vec<usize>)> = Vec::new();
+    let mut order: Vec<(usize, &VictimNode<'_>, Vec<usize>)> = nodes
+        .iter()
+        .filter(|n| n.topo.all().len() <= MAX_ENUMERATED_GPUS)
+        .filter_map(|n| {
+            let on: Vec<usize> = (0..candidates.len())
+                .filter(|&i| candidates[i].node == n.index)
+                .collect();
+            Some((lower_bound(n, candidates, &on, need)?, n, on))
+        })
+        .collect();
+    order.sort_by_key(|(lb, n, _)| (*lb, n.index));
+    for (lb, n, on) in order {
+        if best.as_ref().is_some_and(|(b, _)| lb > b.count) {
+            break; // sorted: every later node needs more victims too
+        }
+        if searched
+            .iter()
+            .any(|(m, o)| same_state(m, n, o, &on, candidates))
+        {
             continue;
         }
-        let usable = all.difference(n.health.faulty).difference(n.pinned);
-        for set in subsets(usable, need) {
-            let victims: Vec<usize> = candidates
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.node == n.index && !c.gpus.intersection(set).is_empty())
-                .map(|(i, _)| i)
-                .collect();
+        let usable = n
+            .topo
+            .all()
+            .difference(n.health.faulty)
+            .difference(n.pinned);
+        let sets = subsets(usable, need);
+        if sets.len() > budget {
+            return None;
+        }
+        budget -= sets.len();
+        for set in sets {
+            let hit = |i: &&usize| !candidates[**i].gpus.intersection(set).is_empty();
+            let count = on.iter().filter(hit).count();
+            if best.as_ref().is_some_and(|(b, _)| count > b.count) {
+                continue;
+            }
+            let victims: Vec<usize> = on.iter().filter(hit).copied().collect();
             if premature(n, candidates, &victims, need) {
                 continue;
             }
             let mut ranks: Vec<u64> = victims.iter().map(|&i| candidates[i].rank).collect();
             ranks.sort_unstable_by(|a, b| b.cmp(a));
+            if best
+                .as_ref()
+                .is_some_and(|(b, _)| (count, &ranks) > (b.count, &b.ranks))
+            {
+                continue;
+            }
             let cost = Cost {
-                count: victims.len(),
+                count,
                 ranks,
                 score: Reverse(placer.score(n.topo, set)),
                 node: n.index,
@@ -129,8 +175,55 @@ pub fn choose<P: Placer>(
                 best = Some((cost, plan));
             }
         }
+        searched.push((n, on));
     }
     best.map(|(_, plan)| plan)
+}
+
+/// Fewest victims any plan on `n` can have (the largest candidates first, idle GPUs free),
+/// or `None` when even every candidate there does not free `need` GPUs.
+fn lower_bound(
+    n: &VictimNode<'_>,
+    candidates: &[Candidate],
+    on: &[usize],
+    need: usize,
+) -> Option<usize> {
+    let usable = n
+        .topo
+        .all()
+        .difference(n.health.faulty)
+        .difference(n.pinned);
+    let mut have = n.idle.intersection(usable).len();
+    let mut sizes: Vec<usize> = on
+        .iter()
+        .map(|&i| candidates[i].gpus.intersection(usable).len())
+        .collect();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    let mut count = 0;
+    for s in sizes {
+        if have >= need {
+            break;
+        }
+        have += s;
+        count += 1;
+    }
+    (have >= need).then_some(count)
+}
+
+/// True when nodes `a` and `b` (candidates `ao`, `bo` on them, in Slurm's order) offer the
+/// same plans: same topology and masks, the same candidates' GPUs and ranks in the same order.
+fn same_state(
+    a: &VictimNode<'_>,
+    b: &VictimNode<'_>,
+    ao: &[usize],
+    bo: &[usize],
+    candidates: &[Candidate],
+) -> bool {
+    let key = |i: &usize| (candidates[*i].gpus, candidates[*i].rank);
+    (a.pinned, a.idle, a.health) == (b.pinned, b.idle, b.health)
+        && ao.len() == bo.len()
+        && ao.iter().map(key).eq(bo.iter().map(key))
+        && (std::ptr::eq(a.topo, b.topo) || a.topo == b.topo)
 }
 
 /// True when cons_tres, removing the victims in order, would find `need` GPUs on the node
@@ -177,5 +270,9 @@ pub fn order(candidates: &[Candidate], plan: &Plan) -> Vec<usize> {
     out
 }
 
+pub mod mode;
+
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_cost;

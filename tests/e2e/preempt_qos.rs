@@ -1,0 +1,123 @@
+//! Topology-aware preemption victims with `PreemptType=preempt/qos` (issue 15 item 1): the
+//! same scenario as `preempt.rs` (two DGX-1V nodes full of 1-GPU jobs, a 4-GPU preemptor),
+//! with the preemption order coming from QOS (slurmdbd) instead of partition tiers. One
+//! cluster (a slurmdbd start is slow) runs both modes: the fill jobs' QOS sets the mode
+//! (`lowreq` PreemptMode=requeue, `lowcan` PreemptMode=cancel; the QOS's mode wins over
+//! slurm.conf's for preempt/qos), and QOS `urgent` may preempt both.
+//!
+//! With select/gputopo the preemptor gets a best quad and, as with stock
+//! (`GPUTOPO_SELECT=cons_tres`, which prints what cons_tres chose), exactly four victims.
+//! slurmdbd lives beside the harness's cluster directory (`DIR-qos.dbd`, ports from
+//! `DIR-qos`), so this can run while other clusters and other tests' slurmdbd do.
+
+use std::process::Command;
+
+use super::gres_configs::cancel_all;
+use super::harness::{Cluster, Opts, WAIT, cluster_dir, e2e_enabled, release, repo, select};
+use super::preempt::{CONF, best_quad, preempt_once_with};
+
+/// A MariaDB + slurmdbd for the harness's cluster directory (contrib/slurmdbd.sh); stopped
+/// on drop.
+struct Dbd {
+    dir: String,
+    /// The slurm.conf lines that point slurmctld at it.
+    conf: String,
+}
+
+impl Dbd {
+    fn up(cluster: &str) -> Dbd {
+        // Its own directory beside the cluster's (slurmdbd.sh uses DIR.dbd and ports from
+        // DIR): another test's slurmdbd for the same cluster directory never shares it.
+        let dir = format!("{}-qos", cluster_dir().display());
+        let out = Command::new(repo().join("contrib/slurmdbd.sh"))
+            .args(["up", "--release", &release(), "--dir", &dir])
+            .args(["--cluster", cluster])
+            .output()
+            .expect("run contrib/slurmdbd.sh");
+        let dbd = Dbd {
+            dir,
+            conf: String::from_utf8_lossy(&out.stdout).into_owned(),
+        };
+        assert!(
+            out.status.success(),
+            "slurmdbd.sh up: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        dbd
+    }
+}
+
+impl Drop for Dbd {
+    fn drop(&mut self) {
+        let _ = Command::new(repo().join("contrib/slurmdbd.sh"))
+            .args(["down", "--dir", &self.dir])
+            .output();
+    }
+}
+
+#[test]
+#[ignore = "needs root, Slurm, MariaDB and slurmdbd; run by contrib/test-all.sh"]
+fn with_preempt_qos_a_preemptor_gets_a_best_quad_at_stock_cost() {
+    if !e2e_enabled() {
+        return;
+    }
+    let dbd = Dbd::up("gtqos");
+    let extra = format!(
+        "PreemptType=preempt/qos\nPreemptMode=REQUEUE\n\
+         AccountingStorageEnforce=associations,qos\n{}",
+        dbd.conf
+    );
+    let c = Cluster::up(Opts {
+        nodes: 2,
+        extra_conf: Some(extra),
+        gputopo_conf: Some(CONF.into()),
+        debug: true,
+        ..Opts::default()
+    });
+    let sacctmgr = |args: &[&str]| {
+        let mut all = vec!["-i"];
+        all.extend_from_slice(args);
+        c.ok("sacctmgr", &all);
+    };
+    sacctmgr(&["add", "qos", "lowreq", "PreemptMode=requeue"]);
+    sacctmgr(&["add", "qos", "lowcan", "PreemptMode=cancel"]);
+    sacctmgr(&[
+        "add",
+        "qos",
+        "urgent",
+        "Preempt=lowreq,lowcan",
+        "Priority=100",
+    ]);
+    sacctmgr(&["add", "account", "acct"]);
+    sacctmgr(&[
+        "add",
+        "user",
+        "root",
+        "account=acct",
+        "qos=normal,lowreq,lowcan,urgent",
+    ]);
+    // slurmdbd pushes the new records to slurmctld; wait until it knows root's association.
+    c.wait_until("slurmctld to know root's QOS", WAIT, || {
+        let out = c.run(
+            "scontrol",
+            &["show", "assoc_mgr", "users=root", "flags=assoc"],
+        );
+        String::from_utf8_lossy(&out.stdout).contains("Account=acct")
+    });
+    let high = ["-A", "acct", "--qos=urgent"];
+    for (mode, qos) in [("REQUEUE", "--qos=lowreq"), ("CANCEL", "--qos=lowcan")] {
+        let (victims, node, gpus) = preempt_once_with(&c, 16, &["-A", "acct", qos], &high);
+        println!(
+            "select/{}, preempt/qos {mode}: 4-GPU preemptor on {node} GPUs {gpus:?}, {} victims",
+            select(),
+            victims.len()
+        );
+        assert_eq!(victims.len(), 4, "the minimum: {victims:?}");
+        if select() == "gputopo" {
+            assert!(best_quad(&gpus), "not a best quad: {gpus:?}");
+        }
+        cancel_all(&c);
+    }
+    drop(c);
+    drop(dbd);
+}
