@@ -20,6 +20,7 @@
 //! - [`tries`]: the control loop of `select_p_job_test` (tiers, widening, exclusion rounds,
 //!   give-up) as a state machine, tested against fake cons_tres closures.
 //! - [`health_cache`]: per-node GPU health parsed from node `Extra`, parsed once per change.
+//! - [`key_memo`]: a node's rank keys, computed once per state of its GPUs, not per call.
 //!
 //! The GPU re-pick reaches the engine through the [`Placer`] trait, so its rules are tested
 //! against a brute-force oracle and run against the real engine in slurmctld. Node ranking
@@ -27,8 +28,10 @@
 //! [`crate::placement::RankKey`], so there is one node order, not two.
 
 mod engine_placer;
+pub mod fast_hash;
 pub mod first_fit;
 pub mod health_cache;
+pub mod key_memo;
 pub mod narrow;
 pub mod repick;
 pub mod shared;
