@@ -3,6 +3,7 @@
 #
 #   contrib/bench-select.sh [--release 22.05.8|24.11.5] [--nodes N] [--jobs J] [--seed S]
 #   BENCH_LIGHT=1 contrib/bench-select.sh        # CI form: 8 nodes, 200 jobs
+#   contrib/bench-select.sh --callgrind [--nodes N] [--jobs J]   # instruction counts (see below)
 #
 # The same burst of J mixed GPU jobs (1, 2, 3, 4 or 8 GPUs on one node, or 2 GPUs on each of
 # two nodes; 1-4 s each; same seed → same burst) runs three times on N emulated DGX-1V nodes:
@@ -13,12 +14,23 @@
 # and prints side by side Slurm's own `sdiag` scheduling statistics (reset before the
 # burst), the makespan, and the time per select_p_job_test (gputopo's counters, logged by
 # the plugin at most every 5 s; one last job after the burst flushes them). Target: gputopo adds < 5% to the cycle time.
+#
+# --callgrind: slurmctld runs under `valgrind --tool=callgrind` (stock and gputopo only; the
+# default burst is 60 jobs, since slurmctld is many times slower there), collecting only
+# inside slurmctld's `select_g_job_test`, and the profile it writes at exit is read with
+# contrib/callgrind-calls.py (counts zeroed by `sdiag -r` after one warm-up job, which
+# builds the per-node models): the instructions of slurmctld's calls into select_p_job_test
+# (cons_tres's in the stock run, gputopo's in the other), and in the gputopo run those of its
+# forwarded calls into cons_tres's. gputopo's own cost is the difference: its code and what
+# it calls in libslurm and libc, cons_tres excluded. The table gives instructions per call
+# and the ratio of gputopo's own to cons_tres's (stock run and same run), the figure of
+# issue 14 item 6 (target: <= 2 % at 128 nodes).
 # Run as root (it starts clusters with contrib/cluster.sh). GPUTOPO_PLUGIN_SO and GPUTOPO_BIN
 # are passed through to cluster.sh.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-release=22.05.8 nodes=64 jobs=2000 seed=1
+release=22.05.8 nodes=64 jobs= seed=1 callgrind=
 if [ -n "${BENCH_LIGHT:-}" ]; then nodes=8 jobs=200; fi
 while [ $# -gt 0 ]; do
   case $1 in
@@ -26,9 +38,11 @@ while [ $# -gt 0 ]; do
     --nodes) nodes=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
+    --callgrind) callgrind=1; shift ;;
     *) echo "bench-select.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+if [ -z "$jobs" ]; then jobs=2000; [ -z "$callgrind" ] || jobs=60; fi
 dir=${BENCH_DIR:-/tmp/gputopo-bench-select}
 out=$dir/results
 mkdir -p "$out"
@@ -53,12 +67,23 @@ burst() {
 
 run() { # name select conf
   local name=$1 select=$2 conf=$3 t0 t1
+  if [ -n "$callgrind" ]; then
+    rm -f "$out/$name".cg.*
+    export GPUTOPO_SLURMCTLD_PREFIX="valgrind --tool=callgrind --collect-atstart=no --toggle-collect=select_g_job_test --zero-before=reset_stats --callgrind-out-file=$out/$name.cg.%p --log-file=$out/$name.valgrind.%p"
+  fi
+  # (under callgrind at slurmctld's default log level, as a site runs it: debug logging
+  # would add the cost of writing log lines to both plugins' counts)
+  local debug=(--debug)
+  [ -z "$callgrind" ] || debug=()
   "$here/cluster.sh" up --release "$release" --nodes "$nodes" --topology dgx1v \
-    --select "$select" --gputopo-conf "$conf" --dir "$dir" --debug > /dev/null
+    --select "$select" --gputopo-conf "$conf" --dir "$dir" "${debug[@]}" > /dev/null
   # shellcheck disable=SC1091
   source "$dir/cluster.env"
   export SLURM_CONF PATH="$GPUTOPO_SLURM_BIN:$GPUTOPO_SLURM_SBIN:$PATH"
   mkdir -p "$dir/jobs" && cd "$dir/jobs"
+  # Steady state under callgrind: one job first (its calls build gputopo's per-node models
+  # and warm cons_tres's caches); `sdiag -r` then zeroes the counts (--zero-before).
+  [ -z "$callgrind" ] || sbatch -Q -W -N1 --gres=gpu:1 -n1 --wrap=true > /dev/null
   sdiag -r > /dev/null
   t0=$(date +%s.%N)
   burst | while IFS= read -r args; do eval "sbatch -Q $args" > /dev/null; done
@@ -69,14 +94,46 @@ run() { # name select conf
   # The plugin logs its counters at most every 5 s, on a job_test call: make one more.
   sleep 6; sbatch -Q -n1 --wrap=true > /dev/null; sleep 2
   grep -o 'job_test calls=.*' "$dir/log/slurmctld.log" | tail -1 > "$out/$name.counters" || true
+  local pid; pid=$(cat "$dir/slurmctld.pid")
   cd - > /dev/null
   "$here/cluster.sh" down --dir "$dir" > /dev/null
+  [ -z "$callgrind" ] || callgrind_sum "$name" "$pid"
+}
+
+# After the cluster of NAME is down: the callgrind counts slurmctld wrote at exit, as
+# "CALLS IR" lines in $out/NAME.cg: calls from slurmctld into select_p_job_test (the first
+# line) and, in the gputopo run, gputopo's calls into cons_tres's (the second line).
+callgrind_sum() { # name pid
+  local f=$out/$1.cg.$2 i
+  for i in $(seq 600); do kill -0 "$2" 2>/dev/null || break; sleep 0.1; done
+  [ -s "$f" ] || { echo "bench-select: no callgrind profile $f" >&2; exit 1; }
+  "$here/callgrind-calls.py" "$f" select_p_job_test |
+    awk '$4 == "select_g_job_test" { top = $1 " " $2 } $4 != "select_g_job_test" { c += $1; i += $2 }
+         END { print top; print c + 0, i + 0 }' > "$out/$1.cg"
 }
 
 printf 'HealthAware=no\nTopologyAware=no\nNodeRanking=no\n' > "$dir/off.conf"
 printf 'HealthAware=yes\nTopologyAware=yes\nNodeRanking=yes\n' > "$dir/on.conf"
 echo "bench-select: Slurm $release, $nodes DGX-1V nodes, $jobs jobs (seed $seed)" >&2
 run stock cons_tres "$dir/off.conf"
+if [ -n "$callgrind" ]; then
+  run gputopo gputopo "$dir/on.conf"
+  read -r sc si < "$out/stock.cg"
+  { read -r gc gi; read -r cc ci; } < "$out/gputopo.cg"
+  row() { printf '%-44s %14s %14s\n' "$@"; }
+  row "callgrind, select_p_job_test" stock gputopo
+  row "calls from slurmctld" "$sc" "$gc"
+  row "instructions (inclusive)" "$si" "$gi"
+  row "  of which cons_tres (calls)" "$si ($sc)" "$ci ($cc)"
+  awk -v sc="$sc" -v si="$si" -v gc="$gc" -v gi="$gi" -v cc="$cc" -v ci="$ci" 'BEGIN {
+    if (sc == 0 || gc == 0 || cc == 0) { print "bench-select: no calls counted" > "/dev/stderr"; exit 1 }
+    s = si / sc; own = (gi - ci) / gc; c = ci / cc
+    printf "instructions per select_p_job_test: cons_tres %.0f (stock run), %.0f (under gputopo); gputopo own %.0f\n", s, c, own
+    printf "gputopo own / cons_tres per call: %.2f%% (stock run), %.2f%% (same run)\n", 100 * own / s, 100 * own / c
+  }'
+  echo "raw callgrind output: $out" >&2
+  exit 0
+fi
 run forward gputopo "$dir/off.conf"
 run gputopo gputopo "$dir/on.conf"
 

@@ -80,6 +80,29 @@ impl Bits {
         set != 0
     }
 
+    /// The set bits, ascending. Reads the size once and scans only from the first to the
+    /// last set bit (`bit_ffs`/`bit_fls`, which return -1 for none): GPU bitmaps are read
+    /// for every candidate node on every `select_p_job_test` call.
+    fn set_bits(self) -> impl Iterator<Item = usize> {
+        let size = self.size();
+        // SAFETY: live bitmap.
+        let first = unsafe { ffi::slurm_bit_ffs(self.0.as_ptr()) };
+        // SAFETY: live bitmap.
+        let last = unsafe { ffi::slurm_bit_fls(self.0.as_ptr()) };
+        let range = match (usize::try_from(first), usize::try_from(last)) {
+            (Ok(a), Ok(b)) if a <= b => a..b.saturating_add(1).min(size),
+            _ => 0..0,
+        };
+        range.filter(move |&bit| {
+            let Ok(off) = ffi::bitoff_t::try_from(bit) else {
+                return false;
+            };
+            // SAFETY: live bitmap, and bit < bit_size (the range is cut at the size read
+            // above; the bitmap is not resized during the borrow).
+            unsafe { ffi::slurm_bit_test(self.0.as_ptr(), off) != 0 }
+        })
+    }
+
     fn count(self) -> usize {
         // SAFETY: live bitmap.
         let n = unsafe { ffi::slurm_bit_set_count(self.0.as_ptr()) };
@@ -119,10 +142,7 @@ macro_rules! read_api {
         }
         /// The set indices, ascending.
         pub fn iter_set(&self) -> impl Iterator<Item = I> + '_ {
-            let bits = self.bits;
-            (0..bits.size())
-                .filter(move |b| bits.test(*b))
-                .map(I::from_bit)
+            self.bits.set_bits().map(I::from_bit)
         }
     };
 }
@@ -312,5 +332,19 @@ mod tests {
         let mut raw = raw;
         // SAFETY: frees the bitmap allocated above; no view is used afterwards.
         unsafe { ffi::slurm_bit_free(&mut raw) };
+    }
+
+    #[test]
+    fn set_bits_scan_between_first_and_last_set_bit() {
+        let mut b: Bitmap<NodeIndex> = Bitmap::new(130).expect("bit_alloc");
+        assert_eq!(b.iter_set().count(), 0, "no bit set");
+        for i in [0, 64, 129] {
+            b.set(NodeIndex(i)).unwrap();
+        }
+        let got: Vec<usize> = b.iter_set().map(|n| n.0).collect();
+        assert_eq!(got, [0, 64, 129]);
+        b.clear(NodeIndex(0)).unwrap();
+        b.clear(NodeIndex(129)).unwrap();
+        assert_eq!(b.iter_set().map(|n| n.0).collect::<Vec<_>>(), [64]);
     }
 }

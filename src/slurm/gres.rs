@@ -303,6 +303,10 @@ pub struct NodeGres<'a> {
     ns: &'a ffi::gres_node_state_t,
 }
 
+/// [`NodeGres::content_key`]: a few words of a node's GRES state, compared for equality.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContentKey([u64; 8]);
+
 /// The node GRES state named `name` in a node's `gres_list`.
 ///
 /// # Safety
@@ -327,28 +331,25 @@ impl<'a> NodeGres<'a> {
         std::ptr::from_ref(self.ns) as usize
     }
 
-    /// A digest of the shape of what the topology model is built from: the GPU count, the
-    /// number of topology records and of `Links=` rows, and where Slurm keeps their arrays.
-    /// slurmctld edits a node's GRES state in place (re-registration, `scontrol update
-    /// Gres=`), so its address alone does not tell a change; those edits change a count or
-    /// reallocate an array. Reads a few words: it runs for every candidate on every call.
+    /// The shape of what the topology model is built from: the GPU count, the number of
+    /// topology records and of `Links=` rows, and where Slurm keeps their arrays. slurmctld
+    /// edits a node's GRES state in place (re-registration, `scontrol update Gres=`), so its
+    /// address alone does not tell a change; those edits change a count or reallocate an
+    /// array. Reads a few words and is compared as it is, not hashed: it runs for every
+    /// candidate on every call (hashing it cost more than the rest of the cache lookup).
     /// (Edits that keep every count and array, a re-registration with a new gres.conf of
     /// the same shape, come with a new registration time, which the cache also compares.)
-    pub fn content_key(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (
-            self.count(),
+    pub fn content_key(&self) -> ContentKey {
+        ContentKey([
+            self.count() as u64,
             self.ns.gres_cnt_config,
-            self.ns.topo_cnt,
-            self.ns.link_len,
-            self.ns.topo_gres_bitmap as usize,
-            self.ns.topo_core_bitmap as usize,
-            self.ns.topo_type_id as usize,
-            self.ns.links_cnt as usize,
-        )
-            .hash(&mut h);
-        h.finish()
+            self.ns.topo_cnt as u64,
+            self.ns.link_len as u64,
+            self.ns.topo_gres_bitmap as usize as u64,
+            self.ns.topo_core_bitmap as usize as u64,
+            self.ns.topo_type_id as usize as u64,
+            self.ns.links_cnt as usize as u64,
+        ])
     }
 
     /// GPUs Slurm can allocate on the node (`gres_cnt_avail`).

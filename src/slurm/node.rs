@@ -106,6 +106,16 @@ impl<'a> NodeView<'a> {
         Some(unsafe { CStr::from_ptr(self.rec.extra) }.to_string_lossy())
     }
 
+    /// The node's `Extra` as bytes, unchecked: for comparing with a copy kept from an earlier
+    /// call ([`Self::extra`] checks UTF-8, which a per-call comparison does not need).
+    pub fn extra_bytes(&self) -> Option<&'a [u8]> {
+        if self.rec.extra.is_null() {
+            return None;
+        }
+        // SAFETY: as in `extra`: a live NUL-terminated string owned by the node record.
+        Some(unsafe { CStr::from_ptr(self.rec.extra) }.to_bytes())
+    }
+
     /// When the node's slurmd last registered (`slurmd_start_time`) and booted
     /// (`boot_time`): a registration rebuilds the node's GRES state, sometimes in place.
     pub fn registration(&self) -> (ffi::time_t, ffi::time_t) {

@@ -22,6 +22,7 @@
 //! - [`cool`]: among equally connected sets, GPUs that do not run warm (`PreferCool`).
 //! - [`explain`]: the placement note users read in `scontrol show job` (`SystemComment`).
 //! - [`health_cache`]: per-node GPU health parsed from node `Extra`, parsed once per change.
+//! - [`key_memo`]: a node's rank keys, computed once per state of its GPUs, not per call.
 //!
 //! The GPU re-pick reaches the engine through the [`Placer`] trait, so its rules are tested
 //! against a brute-force oracle and run against the real engine in slurmctld. Node ranking
@@ -31,8 +32,10 @@
 pub mod cool;
 mod engine_placer;
 pub mod explain;
+pub mod fast_hash;
 pub mod first_fit;
 pub mod health_cache;
+pub mod key_memo;
 pub mod narrow;
 pub mod repick;
 pub mod shared;

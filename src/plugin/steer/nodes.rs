@@ -15,7 +15,7 @@ use gputopo_core::steer::narrow::{self, Basis, Candidate, Need};
 use gputopo_core::steer::{HealthMasks, Prepared};
 use gputopo_core::topology::NodeTopology;
 
-use crate::plugin::steer::state::{SteerState, health_masks};
+use crate::plugin::steer::state::SteerState;
 use crate::slurm::bitmap::NodeIndex;
 use crate::slurm::gres::GPU;
 use crate::slurm::job::JobView;
@@ -99,7 +99,7 @@ pub fn gather(
                     .difference(ng.allocated())
                     .difference(ng.shared_in_use()),
                 of_type,
-                health: health_masks(model.health.as_deref(), cfg),
+                health: model.masks(cfg),
                 topo: Arc::clone(&model.topo),
                 tables: model.tables.clone(),
                 ranked: model.ranked,
@@ -175,6 +175,9 @@ pub fn unhealthy(
 }
 
 /// The tries for a job over the healthy candidates (each sorted, the last = all of them).
+/// Rank keys come from the memo of the node's engine tables ([`SteerState::keys`]): the
+/// engine runs only for a state (free GPUs, health, weight) not seen before on a node of
+/// that kind.
 pub fn plan(
     st: &SteerState,
     facts: &[NodeFacts],
@@ -183,20 +186,28 @@ pub fn plan(
     required: &[NodeIndex],
 ) -> Vec<Vec<NodeIndex>> {
     let cands = candidates(facts);
-    let engine = Prepared::new(
-        &st.engine,
-        facts
-            .iter()
-            .filter_map(|f| Some((&*f.topo, f.tables.clone()?))),
-    );
-    let p = narrow::plan(
-        &engine,
+    let mut memos = st
+        .keys
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let p = narrow::plan_with(
         &cands,
         &Need {
             gpus_per_node: need.per_node,
             min_nodes,
             required: required.iter().map(|n| n.0).collect(),
             max_calls: MAX_TRIES,
+        },
+        |i, c| {
+            let f = &facts[i];
+            let compute = || {
+                let tables = f.tables.clone().map(|h| (&*f.topo, h));
+                narrow::node_key(&Prepared::new(&st.engine, tables), c, need.per_node)
+            };
+            match &f.tables {
+                Some(h) => memos.for_tables(h).key(c, need.per_node, compute),
+                None => compute(),
+            }
         },
     );
     p.tiers

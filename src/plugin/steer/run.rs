@@ -97,18 +97,19 @@ fn steer(
     call: Call,
 ) -> c_int {
     let cfg = st.config();
-    let base = u32::from(call.mode) & ffi::SELECT_MODE_BASE;
-    let run_now = base == ffi::SELECT_MODE_RUN_NOW;
-    let will_run = base == ffi::SELECT_MODE_WILL_RUN;
     let any = cfg.health_aware || cfg.topology_aware || cfg.node_ranking;
-    if !(run_now || will_run) || !any || job.id().0 == 0 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let Some(mode) = tries::mode_of(call_mode(call.mode), job.id().0, any, now) else {
         return timed(st, forward);
-    }
+    };
+    let run_now = mode == tries::Mode::RunNow;
     let Some(need) = nodes::gpu_need(job, call.max_nodes) else {
         let Some(tiers) = shared::tiers(job, bitmap, &cfg, call) else {
             return timed(st, forward);
         };
-        let mode = tries::Mode::RunNow;
+        let mode = tries::Mode::RunNow; // (shared::tiers: RUN_NOW only)
         return drive(
             st,
             forward,
@@ -162,15 +163,18 @@ fn steer(
                 .collect()
         },
     );
-    let mode = if will_run {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
-        tries::Mode::WillRun { now }
-    } else {
-        tries::Mode::RunNow
-    };
     drive(st, forward, job, bitmap, &cfg, call, tiers, excluded, mode)
+}
+
+/// The base mode of a call, for [`tries::mode_of`].
+fn call_mode(mode: u16) -> tries::CallMode {
+    match u32::from(mode) & ffi::SELECT_MODE_BASE {
+        ffi::SELECT_MODE_RUN_NOW => tries::CallMode::RunNow,
+        ffi::SELECT_MODE_TEST_ONLY => tries::CallMode::TestOnly,
+        ffi::SELECT_MODE_WILL_RUN => tries::CallMode::WillRun,
+        ffi::SELECT_MODE_RESV => tries::CallMode::Resv,
+        _ => tries::CallMode::Other,
+    }
 }
 
 /// Runs the tries of one call (`tiers` of node indices, `excluded` never offered) and makes

@@ -16,7 +16,9 @@ use gputopo_core::health::{NodeHealth, Parsed, Status, read_extra};
 use gputopo_core::placement::TopoHandle;
 use gputopo_core::placement::engine::Gputopo;
 use gputopo_core::steer::HealthMasks;
+use gputopo_core::steer::fast_hash::FastHash;
 use gputopo_core::steer::health_cache::{HealthCache, Lookup};
+use gputopo_core::steer::key_memo::KeyMemos;
 use gputopo_core::topology::NodeTopology;
 use gputopo_core::topology::gres_model::from_slurm;
 use gputopo_core::{GpuSet, WideSet};
@@ -89,11 +91,15 @@ impl Stats {
 pub struct SteerState {
     config: RwLock<SelectConfig>,
     health: Mutex<HealthCache<Arc<Parsed>>>,
-    models: Mutex<HashMap<usize, ModelEntry>>,
+    /// By node-table index, looked up for every candidate on every call (hence [`FastHash`]).
+    models: Mutex<HashMap<usize, ModelEntry, FastHash>>,
     /// Faulty GPUs per node index, as last read (kept for the degraded path after a panic).
     faulty: Mutex<HashMap<usize, WideSet>>,
     /// Nodes already reported as too large to model (one log line per node).
     unmodelled: Mutex<HashSet<String>>,
+    /// Node rank keys per engine tables and node state ([`KeyMemos`]): node steering asks
+    /// the engine once per state seen, not once per candidate per call.
+    pub keys: Mutex<KeyMemos>,
     /// The placement engine (interns per-topology tables).
     pub engine: Gputopo,
     /// Counters.
@@ -237,8 +243,9 @@ impl SteerState {
         SteerState {
             config: RwLock::new(config),
             health: Mutex::new(HealthCache::new()),
-            models: Mutex::new(HashMap::new()),
+            models: Mutex::new(HashMap::default()),
             unmodelled: Mutex::new(HashSet::new()),
+            keys: Mutex::new(KeyMemos::default()),
             faulty: Mutex::new(HashMap::new()),
             engine: Gputopo::new(),
             stats: Stats::default(),
@@ -356,15 +363,12 @@ impl SteerState {
         prefer_agent: bool,
     ) -> Option<Arc<NodeModel>> {
         let key = node.index().0;
-        let extra = node.extra();
+        let extra = node.extra_bytes();
         let signature = (gres.id(), gres.content_key(), node.registration());
         let mut digest = None;
         {
             let mut map = self.models.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(e) = map
-                .get_mut(&key)
-                .filter(|e| e.extra.as_deref() == extra.as_deref())
-            {
+            if let Some(e) = map.get_mut(&key).filter(|e| e.extra.as_deref() == extra) {
                 if e.signature == signature {
                     return Some(Arc::clone(&e.model));
                 }
@@ -397,6 +401,7 @@ impl SteerState {
         let model = Arc::new(NodeModel {
             topo: Arc::new(topo),
             health,
+            masks: OnceLock::new(),
             // Slurm keeps topology records only when some gres.conf line has Type= or
             // Cores= (gres.c `_get_tot_gres_cnt`); a plain `File=` node has none.
             ranked: !types.is_empty(),
@@ -411,7 +416,7 @@ impl SteerState {
                 ModelEntry {
                     signature,
                     content,
-                    extra: extra.map(std::borrow::Cow::into_owned),
+                    extra: extra.map(<[u8]>::to_vec),
                     model: Arc::clone(&model),
                 },
             );
@@ -434,9 +439,19 @@ pub struct NodeModel {
     pub ranked: bool,
     /// The engine's interned tables for `topo` (`None` above 16 GPUs).
     pub tables: Option<TopoHandle>,
+    /// [`health_masks`] of `health`, computed on first use: the settings it depends on
+    /// change only on reconfigure, which drops every model.
+    masks: OnceLock<HealthMasks>,
 }
 
 impl NodeModel {
+    /// The health masks of the node ([`health_masks`] with `cfg`), computed once per model.
+    pub fn masks(&self, cfg: &SelectConfig) -> HealthMasks {
+        *self
+            .masks
+            .get_or_init(|| health_masks(self.health.as_deref(), cfg))
+    }
+
     /// GPUs of type `type_id` (every GPU for an untyped request), as cons_tres matches types;
     /// `None` when unknown: a typed request on a node without topology records, where
     /// cons_tres matches the type through counts only.
@@ -458,12 +473,17 @@ impl NodeModel {
 struct ModelEntry {
     /// When to look again: the GRES state object, its shape ([`NodeGres::content_key`]) and
     /// the node's last registration. Read on every call (a few words).
-    signature: (usize, u64, (crate::ffi::time_t, crate::ffi::time_t)),
+    signature: (
+        usize,
+        crate::slurm::gres::ContentKey,
+        (crate::ffi::time_t, crate::ffi::time_t),
+    ),
     /// What the model was built from, by content ([`NodeGres::content_digest`]: GPU count,
     /// topology records, types, `Links=`) and the node's cores per socket; compared only
     /// when the signature moved.
     content: (u64, usize),
-    extra: Option<String>,
+    /// The node's `Extra` the model's health was read from, compared byte for byte.
+    extra: Option<Vec<u8>>,
     model: Arc<NodeModel>,
 }
 

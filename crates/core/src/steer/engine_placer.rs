@@ -11,6 +11,8 @@
 
 use std::collections::HashMap;
 
+use super::fast_hash::FastHash;
+
 use super::Placer;
 use crate::gpuset::GpuSet;
 use crate::placement::engine::{self, Choice, Gputopo};
@@ -26,7 +28,10 @@ use crate::topology::NodeTopology;
 #[derive(Debug)]
 pub struct Prepared<'a> {
     engine: &'a Gputopo,
-    tables: HashMap<usize, TopoHandle>,
+    /// Keyed by address, hashed with [`FastHash`]: the map is built and probed for every
+    /// candidate node on every `select_p_job_test` call, where the default SipHash cost more
+    /// than the engine's table lookup itself.
+    tables: HashMap<usize, TopoHandle, FastHash>,
 }
 
 impl<'a> Prepared<'a> {

@@ -188,6 +188,24 @@ impl NodeKey {
     }
 }
 
+/// The rank key of one candidate for a job of `gpus_per_node` GPUs (see [`NodeKey`]), `None`
+/// when it cannot take the job now. It depends only on the candidate's topology, free GPUs,
+/// health and weight, so a caller may keep it per node until one of those changes
+/// ([`rank_with`]).
+pub fn node_key(engine: &Prepared<'_>, c: &Candidate<'_>, gpus_per_node: usize) -> Option<NodeKey> {
+    let pool = c
+        .free
+        .intersection(c.topo.all())
+        .difference(c.health.faulty);
+    let (free, req) = healthiest_request(pool, c.health.degraded, gpus_per_node, GpuSet::EMPTY)?;
+    let choice = engine.choose_detailed(c.topo, free, &req)?;
+    Some(NodeKey {
+        weight: Reverse(c.weight),
+        degraded: Reverse(choice.gpus.intersection(c.health.degraded).len()),
+        engine: RankKey::new(&choice.objective, pool.len() - gpus_per_node),
+    })
+}
+
 /// The node ranking for a job of `gpus_per_node` GPUs on each node: best first (ties by node
 /// index), with each node's rank key. Nodes that cannot take the job now are left out.
 pub fn rank(
@@ -195,23 +213,19 @@ pub fn rank(
     cands: &[Candidate<'_>],
     gpus_per_node: usize,
 ) -> Vec<(usize, NodeKey)> {
+    rank_with(cands, |_, c| node_key(engine, c, gpus_per_node))
+}
+
+/// [`rank`] with each candidate's key from `key(position in cands, candidate)` (its
+/// [`node_key`], possibly remembered).
+pub fn rank_with(
+    cands: &[Candidate<'_>],
+    mut key: impl FnMut(usize, &Candidate<'_>) -> Option<NodeKey>,
+) -> Vec<(usize, NodeKey)> {
     let mut ranked: Vec<(usize, NodeKey)> = cands
         .iter()
-        .filter_map(|c| {
-            let pool = c
-                .free
-                .intersection(c.topo.all())
-                .difference(c.health.faulty);
-            let (free, req) =
-                healthiest_request(pool, c.health.degraded, gpus_per_node, GpuSet::EMPTY)?;
-            let choice = engine.choose_detailed(c.topo, free, &req)?;
-            let key = NodeKey {
-                weight: Reverse(c.weight),
-                degraded: Reverse(choice.gpus.intersection(c.health.degraded).len()),
-                engine: RankKey::new(&choice.objective, pool.len() - gpus_per_node),
-            };
-            Some((c.node, key))
-        })
+        .enumerate()
+        .filter_map(|(i, c)| Some((c.node, key(i, c)?)))
         .collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     ranked
@@ -219,6 +233,16 @@ pub fn rank(
 
 /// The tries for one job over `cands` (already health-filtered). See the module docs.
 pub fn plan(engine: &Prepared<'_>, cands: &[Candidate<'_>], need: &Need) -> Plan {
+    plan_with(cands, need, |_, c| node_key(engine, c, need.gpus_per_node))
+}
+
+/// [`plan`] with each candidate's [`node_key`] from `key` (as in [`rank_with`]), so a caller
+/// that keeps the keys of unchanged nodes ([`super::key_memo`]) does no per-node engine work.
+pub fn plan_with(
+    cands: &[Candidate<'_>],
+    need: &Need,
+    key: impl FnMut(usize, &Candidate<'_>) -> Option<NodeKey>,
+) -> Plan {
     let mut all: Vec<usize> = cands.iter().map(|c| c.node).collect();
     all.sort_unstable();
     let fin = Plan {
@@ -227,7 +251,7 @@ pub fn plan(engine: &Prepared<'_>, cands: &[Candidate<'_>], need: &Need) -> Plan
     if need.gpus_per_node == 0 || need.max_calls <= 1 {
         return fin;
     }
-    let ranked = rank(engine, cands, need.gpus_per_node);
+    let ranked = rank_with(cands, key);
     let Some((_, top)) = ranked.first() else {
         return fin;
     };

@@ -33,6 +33,39 @@ pub enum Mode {
     },
 }
 
+/// The base mode of a `select_p_job_test` call (Slurm's `SELECT_MODE_*`, flag bits off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallMode {
+    /// `SELECT_MODE_RUN_NOW`.
+    RunNow,
+    /// `SELECT_MODE_TEST_ONLY`: "could it ever run".
+    TestOnly,
+    /// `SELECT_MODE_WILL_RUN`: backfill planning, `--test-only`.
+    WillRun,
+    /// `SELECT_MODE_RESV`: a reservation's node choice.
+    Resv,
+    /// A value this build does not know.
+    Other,
+}
+
+/// Which loop a call gets; `None`: forward it to cons_tres unchanged.
+///
+/// Only RUN_NOW and WILL_RUN are steered: TEST_ONLY must never be refused for a transient
+/// fault (the job would be "never runnable"), RESV picks nodes for a reservation, not GPUs
+/// for a job, and an unknown mode is cons_tres's alone. Reservation test jobs (JobId 0) and
+/// calls with every behaviour switched off are forwarded too. `now` is the time a WILL_RUN
+/// answer is compared with.
+pub fn mode_of(call: CallMode, job_id: u32, any_behaviour: bool, now: i64) -> Option<Mode> {
+    if job_id == 0 || !any_behaviour {
+        return None;
+    }
+    match call {
+        CallMode::RunNow => Some(Mode::RunNow),
+        CallMode::WillRun => Some(Mode::WillRun { now }),
+        CallMode::TestOnly | CallMode::Resv | CallMode::Other => None,
+    }
+}
+
 /// What one try produced (cons_tres's answer, and on RUN_NOW the re-pick's).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {

@@ -234,6 +234,30 @@ fn whole_node_preemption_off_and_unranked_required_give_one_full_try() {
     );
 }
 
+#[test]
+fn only_run_now_and_will_run_of_real_jobs_are_steered() {
+    let modes = [
+        (CallMode::RunNow, Some(Mode::RunNow)),
+        (CallMode::WillRun, Some(Mode::WillRun { now: NOW })),
+        (CallMode::TestOnly, None),
+        (CallMode::Resv, None),
+        (CallMode::Other, None),
+    ];
+    for (call, want) in modes {
+        assert_eq!(mode_of(call, 7, true, NOW), want, "{call:?}");
+        assert_eq!(
+            mode_of(call, 0, true, NOW),
+            None,
+            "{call:?}: reservation test job"
+        );
+        assert_eq!(
+            mode_of(call, 7, false, NOW),
+            None,
+            "{call:?}: every switch off"
+        );
+    }
+}
+
 proptest! {
     /// Whatever cons_tres answers, the loop ends within its call budget, and a success is
     /// only reported for a placed (or accepted) answer.

@@ -1,0 +1,228 @@
+//! Rank keys, remembered per topology and node state instead of computed per call.
+//!
+//! [`super::narrow::node_key`] asks the engine for the node's best set: per candidate node
+//! on every `select_p_job_test` call, the largest per-node cost of node steering. With the
+//! engine's tables the key depends only on those tables (interned by the decision-relevant
+//! topology, so every node of one kind shares them: `placement::tables`) and on the
+//! candidate's free GPUs, health, weight and the job's GPUs per node. So [`KeyMemos`] keeps
+//! one [`KeyMemo`] per set of tables, and the engine runs once per distinct state seen on
+//! any node of that kind, not once per node per call. Bounded: a full memo starts over.
+
+use std::collections::HashMap;
+
+use super::fast_hash::FastHash;
+use super::narrow::{Candidate, NodeKey};
+use crate::placement::TopoHandle;
+
+/// One [`KeyMemo`] per set of engine tables, keyed by the tables' address; each entry holds
+/// its tables, so the address cannot be reused by others while the entry lives.
+#[derive(Debug, Default)]
+pub struct KeyMemos {
+    by_tables: HashMap<usize, (TopoHandle, KeyMemo), FastHash>,
+}
+
+impl KeyMemos {
+    /// Most topologies remembered; past it every memo is dropped.
+    pub const TOPOLOGIES: usize = 64;
+
+    /// The memo of the nodes whose tables are `tables`.
+    pub fn for_tables(&mut self, tables: &TopoHandle) -> &mut KeyMemo {
+        let addr = std::sync::Arc::as_ptr(tables) as usize;
+        if !self.by_tables.contains_key(&addr) && self.by_tables.len() >= Self::TOPOLOGIES {
+            self.by_tables.clear();
+        }
+        &mut self
+            .by_tables
+            .entry(addr)
+            .or_insert_with(|| (std::sync::Arc::clone(tables), KeyMemo::default()))
+            .1
+    }
+
+    /// Topologies remembered.
+    pub fn len(&self) -> usize {
+        self.by_tables.len()
+    }
+
+    /// True when nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.by_tables.is_empty()
+    }
+}
+
+/// What a key depends on besides the topology: free, faulty and degraded GPU masks, GPUs
+/// per node, weight.
+type Input = (u32, u32, u32, usize, u64);
+
+/// Rank keys of the nodes of one topology by candidate state. See the module docs.
+#[derive(Debug, Default)]
+pub struct KeyMemo {
+    keys: HashMap<Input, Option<NodeKey>, FastHash>,
+}
+
+impl KeyMemo {
+    /// Most states remembered; past it the memo is emptied (a DGX node sees a few dozen).
+    pub const CAPACITY: usize = 512;
+
+    /// The key of `c` for `gpus_per_node` GPUs: remembered, or `compute`d and remembered.
+    /// `c`'s engine tables must be the memo's ([`KeyMemos::for_tables`]).
+    pub fn key(
+        &mut self,
+        c: &Candidate<'_>,
+        gpus_per_node: usize,
+        compute: impl FnOnce() -> Option<NodeKey>,
+    ) -> Option<NodeKey> {
+        let input = (
+            c.free.bits(),
+            c.health.faulty.bits(),
+            c.health.degraded.bits(),
+            gpus_per_node,
+            c.weight,
+        );
+        if let Some(k) = self.keys.get(&input) {
+            return *k;
+        }
+        if self.keys.len() >= Self::CAPACITY {
+            self.keys.clear();
+        }
+        let k = compute();
+        self.keys.insert(input, k);
+        k
+    }
+
+    /// States remembered.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// True when nothing is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::GpuSet;
+    use crate::placement::engine::Gputopo;
+    use crate::steer::narrow::{self, Need};
+    use crate::steer::oracle::dgx1v;
+    use crate::steer::{HealthMasks, Prepared};
+
+    fn cand(topo: &crate::topology::NodeTopology, node: usize, free: u32) -> Candidate<'_> {
+        Candidate {
+            node,
+            topo,
+            free: GpuSet::from_bits(free),
+            of_type: topo.all(),
+            health: HealthMasks {
+                faulty: GpuSet::from_bits(if node % 3 == 0 { 1 } else { 0 }),
+                degraded: GpuSet::from_bits(if node % 4 == 0 { 2 } else { 0 }),
+            },
+            weight: 1 << 8,
+        }
+    }
+
+    #[test]
+    fn remembered_keys_give_the_engines_plan() {
+        let t = dgx1v();
+        let engine = Gputopo::new();
+        let h = engine.handle(&t).expect("8 GPUs have tables");
+        let prepared = Prepared::new(&engine, [(&t, h.clone())]);
+        let cands: Vec<_> = (0..40)
+            .map(|i| cand(&t, i, (i as u32).wrapping_mul(2_654_435_761) >> 24))
+            .collect();
+        let mut memos = KeyMemos::default();
+        for k in [1, 2, 4] {
+            let need = Need {
+                gpus_per_node: k,
+                min_nodes: 1,
+                required: vec![],
+                max_calls: 3,
+            };
+            let want = narrow::plan(&prepared, &cands, &need);
+            for round in 0..2 {
+                let mut computed = 0;
+                let got = narrow::plan_with(&cands, &need, |_, c| {
+                    memos.for_tables(&h).key(c, k, || {
+                        computed += 1;
+                        narrow::node_key(&prepared, c, k)
+                    })
+                });
+                assert_eq!(got, want, "k={k}");
+                if round == 1 {
+                    assert_eq!(computed, 0, "second round from memory, k={k}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn nodes_of_one_kind_share_a_memo_and_the_topologies_are_bounded() {
+        let t = dgx1v();
+        let engine = Gputopo::new();
+        let h = engine.handle(&t).expect("tables");
+        let mut memos = KeyMemos::default();
+        let c = cand(&t, 1, 0xf0);
+        let computed = std::cell::Cell::new(0);
+        for node in [1, 5] {
+            memos.for_tables(&h).key(&Candidate { node, ..c }, 2, || {
+                computed.set(computed.get() + 1);
+                None
+            });
+        }
+        assert_eq!((computed.get(), memos.len()), (1, 1), "one kind, one memo");
+        // Each engine interns its own tables: distinct handles of one topology.
+        let others: Vec<_> = (0..=KeyMemos::TOPOLOGIES)
+            .filter_map(|_| Gputopo::new().handle(&t))
+            .collect();
+        for x in &others {
+            memos.for_tables(x);
+        }
+        assert!(memos.len() <= KeyMemos::TOPOLOGIES);
+        assert!(!memos.is_empty());
+    }
+
+    #[test]
+    fn any_input_change_is_a_new_state_and_the_memo_is_bounded() {
+        let t = dgx1v();
+        let mut memo = KeyMemo::default();
+        let calls = std::cell::Cell::new(0);
+        let key = |memo: &mut KeyMemo, c: &Candidate<'_>, k| {
+            memo.key(c, k, || {
+                calls.set(calls.get() + 1);
+                None
+            })
+        };
+        let c = cand(&t, 1, 0xff);
+        key(&mut memo, &c, 2);
+        key(&mut memo, &c, 2);
+        key(&mut memo, &c, 3);
+        key(
+            &mut memo,
+            &Candidate {
+                free: GpuSet::from_bits(0x0f),
+                ..c
+            },
+            2,
+        );
+        let sick = HealthMasks {
+            faulty: GpuSet::from_bits(4),
+            degraded: GpuSet::EMPTY,
+        };
+        key(&mut memo, &Candidate { health: sick, ..c }, 2);
+        key(&mut memo, &Candidate { weight: 7, ..c }, 2);
+        assert_eq!(calls.get(), 5);
+        for free in 0..(KeyMemo::CAPACITY as u32 + 10) {
+            key(
+                &mut memo,
+                &Candidate {
+                    free: GpuSet::from_bits(free),
+                    ..c
+                },
+                9,
+            );
+        }
+        assert!(memo.len() <= KeyMemo::CAPACITY);
+    }
+}
