@@ -159,6 +159,11 @@ fn cons_tres_features_gated_on_the_select_type_name_work() {
         "the expanding job asked for 1 GPU per node, Slurm has TresPerNode={per_node}"
     );
     c.ok("scancel", &[&first.to_string(), &expand.to_string()]);
+    // Gone, not only cancelled: n1's slurmd must end the job before it stops below (otherwise
+    // its slurmstepd outlives the slurmd and the teardown waits minutes for it).
+    c.wait_until("the expansion jobs to end", WAIT, || {
+        c.ok("squeue", &["-h", "-o", "%A"]).trim().is_empty()
+    });
 
     // The dynamic nodes' slurmd listen on SlurmdPort, n1's port (22.05 ignores a created
     // node's Port= and starts `slurmd -Z` there), one at a time: n1's slurmd stops first.
