@@ -32,7 +32,8 @@
 # replaced by DIR and @DEV@ by n1's device directory; the fake devices are DIR/dev/nX/nvidiaM.
 # --plain-gres writes gres.conf without Cores= and Links=.
 # --extra-conf lines replace generated slurm.conf lines with the same key (NodeName= and
-# PartitionName= lines are added). --gres-conf replaces the generated gres.conf by FILE, written
+# PartitionName= lines are added; a line "Key=" with no value only removes the generated one).
+# --select gputopo writes SelectType=select/gputopo_cons_tres (docs/deployment.md). --gres-conf replaces the generated gres.conf by FILE, written
 # once per node with "NodeName=nX " in front of each line that has none and @DEV@ replaced by
 # that node's fake device directory (e.g. "Name=gpu File=@DEV@/nvidia[0-7]", the plain form);
 # --node-gres is then the nodes' Gres= in slurm.conf (e.g. gpu:8 or gpu:a100:4,gpu:v100:4) and
@@ -261,7 +262,7 @@ JobCompType=jobcomp/none
 MpiDefault=none
 SchedulerType=sched/backfill
 SchedulerParameters=bf_interval=1
-SelectType=select/$select
+SelectType=select/${select/#gputopo/gputopo_cons_tres}
 SelectTypeParameters=CR_Core
 PriorityType=priority/$priority
 GresTypes=gpu
@@ -298,6 +299,7 @@ EOC
         nodename|partitionname|nodeset|downnodes|frontendname) ;;
         *) sed -i "/^${key}=/Id" "$conf" ;;
       esac
+      [ -n "${line#*=}" ] || continue # "Key=" alone: only removes the generated line
       echo "$line" >> "$conf"
     done < "$extra_conf"
   fi
@@ -365,7 +367,7 @@ cmd_up() {
   plugindir=$PLUGINS
   if [ -n "$plugin_dir" ]; then
     # An installed gputopo plugin directory (the Debian package's): used as it is.
-    [ -f "$plugin_dir/select_gputopo.so" ] || die "--plugin-dir $plugin_dir has no select_gputopo.so"
+    [ -f "$plugin_dir/select_gputopo_cons_tres.so" ] || die "--plugin-dir $plugin_dir has no select_gputopo_cons_tres.so"
     plugindir=$plugin_dir
   elif [ "$select" = gputopo ] || [ "$priority" = gputopo ]; then
     local so
@@ -382,7 +384,7 @@ cmd_up() {
       # and gputopo's file only under its priority name (two select plugins with id 109 in
       # one PluginDir are fatal).
       rm -f "$plugindir/priority_gputopo.so"
-      mv "$plugindir/select_gputopo.so" "$plugindir/priority_gputopo.so"
+      mv "$plugindir/select_gputopo_cons_tres.so" "$plugindir/priority_gputopo.so"
       ln -s "$PLUGINS/select_cons_tres.so" "$plugindir/select_cons_tres.so"
     fi
   fi

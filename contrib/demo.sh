@@ -35,13 +35,13 @@ step "1/5 system packages (contrib/install-deps.sh)"
 "$here/install-deps.sh"
 step "2/5 Slurm $release (contrib/slurm-install.sh)"
 "$here/slurm-install.sh" "$release"
-step "3/5 building gputopo (the gres.conf tool and the select/gputopo plugin for Slurm $release)"
+step "3/5 building gputopo (the gres.conf tool and the select/gputopo_cons_tres plugin for Slurm $release)"
 (cd "$repo" && cargo build --release -p gputopo-agent --bin gputopo)
 export GPUTOPO_BIN=$CARGO_TARGET_DIR/release/gputopo
 GPUTOPO_PLUGIN_SO=$("$here/build-plugin.sh" "$release" | tail -n 1)
 export GPUTOPO_PLUGIN_SO
 
-step "4/5 a local cluster: $nodes x $topology, select/gputopo (contrib/cluster.sh up)"
+step "4/5 a local cluster: $nodes x $topology, select/gputopo_cons_tres (contrib/cluster.sh up)"
 if [ -z "$keep" ]; then trap '"$here/cluster.sh" down --dir "$dir"' EXIT; fi
 eval "$("$here/cluster.sh" up --release "$release" --nodes "$nodes" --topology "$topology" \
   --select gputopo --dir "$dir" --debug)"

@@ -11,18 +11,21 @@
 #   Such a .so is recognised by its select table (no select_p_select_nodeinfo_alloc, which 25.05
 #   removed together with the other client-side entry points). A farm still works on 25.05+.
 #
-# Deployment (docs/deployment.md): select/gputopo exports plugin_id 109, the id of
+# Deployment (docs/deployment.md): select/gputopo_cons_tres exports plugin_id 109, the id of
 # select/cons_tres, so the two cannot share a PluginDir (Slurm fatals on a duplicate id). DIR
-# therefore becomes a "plugin farm": DIR/select_gputopo.so plus a symlink to every stock plugin
-# of D except select_cons_tres.so; slurm.conf sets PluginDir=DIR and SelectType=select/gputopo.
+# therefore becomes a "plugin farm": DIR/select_gputopo_cons_tres.so plus a symlink to every stock
+# plugin of D except select_cons_tres.so; slurm.conf sets PluginDir=DIR and
+# SelectType=select/gputopo_cons_tres (the name contains "cons_tres": Slurm gates some cons_tres
+# features on that text). A select_gputopo.so left by a gputopo before 0.2 (plugin type
+# select/gputopo) is removed: it would be a second plugin with id 109 in DIR.
 # gputopo dlopens the real select_cons_tres.so from D by absolute path (it finds D as the
 # directory of libslurmfull.so, see src/plugin/stock.rs).
 #
 # D defaults to the stock plugin dir of --release, else to the RUNPATH the .so was linked with
 # (the libslurmfull directory of its release). The .so is copied to a temporary name in DIR
-# and renamed over select_gputopo.so (a new inode: a running daemon keeps its mapped copy;
-# overwriting a loaded .so in place crashes it). --with-priority also links
-# priority_gputopo.so -> select_gputopo.so (one file, two roles).
+# and renamed over select_gputopo_cons_tres.so (a new inode: a running daemon keeps its mapped
+# copy; overwriting a loaded .so in place crashes it). --with-priority also links
+# priority_gputopo.so -> select_gputopo_cons_tres.so (one file, two roles).
 set -euo pipefail
 
 die() { echo "install-plugin.sh: $*" >&2; exit 1; }
@@ -68,7 +71,7 @@ if [ "$dir" != "$stock" ]; then
   for f in "$stock"/*.so; do
     base=${f##*/}
     case $base in
-      select_cons_tres.so|select_gputopo.so|priority_gputopo.so|lib*.so) continue ;;
+      select_cons_tres.so|select_gputopo_cons_tres.so|select_gputopo.so|priority_gputopo.so|lib*.so) continue ;;
     esac
     [ "$(readlink "$dir/$base" 2>/dev/null)" = "$f" ] || ln -sfn "$f" "$dir/$base"
   done
@@ -83,15 +86,21 @@ if [ "$dir" != "$stock" ]; then
   done
 fi
 
-tmp=$(mktemp "$dir/.select_gputopo.so.XXXXXX")
+# The file name before 0.2. Removed first: next to the new file it would be a second select
+# plugin with id 109, fatal for every Slurm process before 25.05.
+if [ -e "$dir/select_gputopo.so" ]; then
+  rm -f "$dir/select_gputopo.so"
+  echo "install-plugin.sh: removed $dir/select_gputopo.so (the plugin is now select/gputopo_cons_tres: set SelectType=select/gputopo_cons_tres in slurm.conf)" >&2
+fi
+tmp=$(mktemp "$dir/.select_gputopo_cons_tres.so.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
 cp "$so" "$tmp"
 chmod 0755 "$tmp"
-mv -f "$tmp" "$dir/select_gputopo.so"
+mv -f "$tmp" "$dir/select_gputopo_cons_tres.so"
 trap - EXIT
 if [ -n "$priority" ]; then
   # A new link renamed over the old one: never a moment without priority_gputopo.so.
-  ln -sfn select_gputopo.so "$dir/.priority_gputopo.so.new"
+  ln -sfn select_gputopo_cons_tres.so "$dir/.priority_gputopo.so.new"
   mv -Tf "$dir/.priority_gputopo.so.new" "$dir/priority_gputopo.so"
 fi
-echo "install-plugin.sh: $dir/select_gputopo.so (stock plugins from $stock)" >&2
+echo "install-plugin.sh: $dir/select_gputopo_cons_tres.so (stock plugins from $stock)" >&2

@@ -5,14 +5,14 @@
 #
 # Slurm loads a plugin only for its own major.minor.micro release, so there is one package per
 # release: gputopo_<version>+slurm<release>_<arch>.deb. It holds
-#   /usr/lib/<multiarch>/gputopo/select_gputopo.so   the plugin (both roles: select and priority)
+#   /usr/lib/<multiarch>/gputopo/select_gputopo_cons_tres.so   the plugin (both roles: select and priority)
 #   /usr/bin/gputopo                                the node agent and config generators
 #   /usr/libexec/gputopo/healthcheck                slurmd's HealthCheckProgram (contrib/healthcheck.sh)
 #   /usr/share/gputopo/{install-plugin.sh,layout}   what the maintainer scripts run
-#   /usr/share/doc/gputopo/                         README, docs, example gputopo.conf, changelog
+#   /usr/share/doc/gputopo/                         README, docs, example gputopo.conf, changelog, NEWS.Debian
 # and at configure time its postinst builds the plugin directory slurm.conf's PluginDir names,
-# /usr/lib/<multiarch>/gputopo/plugins: select_gputopo.so (copied, then renamed into place),
-# priority_gputopo.so -> select_gputopo.so, and a symlink to every stock plugin of the release
+# /usr/lib/<multiarch>/gputopo/plugins: select_gputopo_cons_tres.so (copied, then renamed into
+# place), priority_gputopo.so -> select_gputopo_cons_tres.so, and a symlink to every stock plugin of the release
 # except select_cons_tres.so (docs/deployment.md says why). A dpkg trigger on the stock plugin
 # directory refreshes those links whenever a Slurm package changes it; prerm removes the
 # directory's contents on removal.
@@ -68,16 +68,16 @@ stage=$out/gputopo_${pkgver}_$arch
 rm -rf "$stage"
 install -d "$stage/DEBIAN" "$stage$libdir/plugins" "$stage/usr/bin" "$stage/usr/libexec/gputopo" \
   "$stage/usr/share/gputopo" "$stage/usr/share/doc/gputopo/examples"
-install -m 0644 "$so" "$stage$libdir/select_gputopo.so"
+install -m 0644 "$so" "$stage$libdir/select_gputopo_cons_tres.so"
 install -m 0755 "$bin" "$stage/usr/bin/gputopo"
 # Debian ships binaries stripped (debug info belongs in a -dbgsym package).
-strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage$libdir/select_gputopo.so" "$stage/usr/bin/gputopo"
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage$libdir/select_gputopo_cons_tres.so" "$stage/usr/bin/gputopo"
 install -m 0755 "$here/healthcheck.sh" "$stage/usr/libexec/gputopo/healthcheck"
 install -m 0755 "$here/install-plugin.sh" "$stage/usr/share/gputopo/install-plugin.sh"
 cat > "$stage/usr/share/gputopo/layout" <<EOL
 # Written by contrib/package.sh for Slurm $release; read by the maintainer scripts.
 GPUTOPO_RELEASE=$release
-GPUTOPO_SO=$libdir/select_gputopo.so
+GPUTOPO_SO=$libdir/select_gputopo_cons_tres.so
 GPUTOPO_PLUGIN_DIR=$libdir/plugins
 GPUTOPO_STOCK_DIR=$stock
 EOL
@@ -94,6 +94,9 @@ install -m 0644 "$here/debian/copyright" "$doc/copyright"
   cat "$here/debian/changelog"
 } | gzip -9n > "$doc/changelog.gz"
 chmod 0644 "$doc/changelog.gz"
+# Upgrade notes an administrator must read (apt-listchanges shows them before installing).
+gzip -9n < "$here/debian/NEWS" > "$doc/NEWS.Debian.gz"
+chmod 0644 "$doc/NEWS.Debian.gz"
 
 install -d "$stage/usr/share/man/man1" "$stage/usr/share/lintian/overrides"
 gzip -9n < "$here/debian/gputopo.1" > "$stage/usr/share/man/man1/gputopo.1.gz"

@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
     *) echo "smoke-releases.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-tests=${GPUTOPO_SMOKE_TESTS:-e2e::foundation::gpu_request_forms_get_the_gpus_they_ask_for e2e::select::faulty_gpu_is_never_allocated_and_returns_when_cleared e2e::priority::gputopo_scores_pending_jobs_like_multifactor}
+tests=${GPUTOPO_SMOKE_TESTS:-e2e::foundation::gpu_request_forms_get_the_gpus_they_ask_for e2e::select::faulty_gpu_is_never_allocated_and_returns_when_cleared e2e::priority::gputopo_scores_pending_jobs_like_multifactor e2e::cons_tres_features}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
 logdir=$CARGO_TARGET_DIR/smoke
 mkdir -p "$logdir"

@@ -24,14 +24,14 @@
 #               GPU job run through the installed files, then removed and purged
 #   smoke       contrib/smoke-releases.sh: every other release whose tree and install are cached
 #               (25.05.8, 25.11.7, 26.05.3, ... built by hand from a site's tree), newest first:
-#               plugin build, ABI checks, plugin unit tests and 3 e2e tests, within
+#               plugin build, ABI checks, plugin unit tests and 4 e2e tests, within
 #               GPUTOPO_SMOKE_BUDGET seconds (default 480); the summary names each release and
 #               what ran, or why it was skipped (no source tree, no install, time budget)
 #
 # Environment: GPUTOPO_RELEASES (default "22.05.8 24.11.5"), GPUTOPO_STOCK_TESTS (test name
 # filters for the stock run, default "e2e::foundation e2e::select e2e::identity
-# e2e::gres_configs e2e::engine e2e::shared e2e::preempt e2e::gang"), GPUTOPO_E2E_SHARDS
-# (1 = one test at a time, as cargo test --test-threads=1), CARGO_TARGET_DIR.
+# e2e::gres_configs e2e::engine e2e::shared e2e::preempt e2e::gang e2e::cons_tres_features"),
+# GPUTOPO_E2E_SHARDS (1 = one test at a time, as cargo test --test-threads=1), CARGO_TARGET_DIR.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,7 +42,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
 case $CARGO_TARGET_DIR in /*) ;; *) CARGO_TARGET_DIR=$repo/$CARGO_TARGET_DIR ;; esac
 export CARGO_TERM_COLOR=never
 releases=${GPUTOPO_RELEASES:-22.05.8 24.11.5}
-stock_tests=${GPUTOPO_STOCK_TESTS:-e2e::foundation e2e::select e2e::identity e2e::gres_configs e2e::engine e2e::shared e2e::preempt e2e::gang}
+stock_tests=${GPUTOPO_STOCK_TESTS:-e2e::foundation e2e::select e2e::identity e2e::gres_configs e2e::engine e2e::shared e2e::preempt e2e::gang e2e::cons_tres_features}
 shards=${GPUTOPO_E2E_SHARDS:-2}
 logdir=$CARGO_TARGET_DIR/test-all
 mkdir -p "$logdir"

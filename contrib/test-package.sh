@@ -38,18 +38,22 @@ multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-mul
 pdir=/usr/lib/$multiarch/gputopo/plugins
 check "the agent is installed" test -x /usr/bin/gputopo
 check "the health check is installed" test -x /usr/libexec/gputopo/healthcheck
-check "postinst built the plugin directory" test -f "$pdir/select_gputopo.so"
-check "priority role is a link to the same file" test "$(readlink "$pdir/priority_gputopo.so")" = select_gputopo.so
+check "postinst built the plugin directory" test -f "$pdir/select_gputopo_cons_tres.so"
+check "priority role is a link to the same file" test "$(readlink "$pdir/priority_gputopo.so")" = select_gputopo_cons_tres.so
 check "no stock select_cons_tres.so in the plugin directory" test ! -e "$pdir/select_cons_tres.so"
 check "stock plugins are linked" test -L "$pdir/sched_backfill.so"
 check "the example gputopo.conf is installed" test -f /usr/share/doc/gputopo/examples/gputopo.conf
+check "the upgrade notes are installed" test -f /usr/share/doc/gputopo/NEWS.Debian.gz
 check "dpkg verifies the installed files" dpkg --verify gputopo
 # A Slurm update that changes the stock plugin directory fires the trigger; the postinst then
 # relinks what is missing (here: a link removed by hand).
 rm -f "$pdir/sched_backfill.so"
+# A plugin directory of gputopo < 0.2 held select_gputopo.so (a second id 109 next to the new file).
+touch "$pdir/select_gputopo.so"
 stock=$(. /usr/share/gputopo/layout && echo "$GPUTOPO_STOCK_DIR")
 dpkg-trigger --no-await "$stock" && dpkg --triggers-only gputopo >/dev/null 2>&1
 check "the stock-dir trigger relinks the plugin directory" test -L "$pdir/sched_backfill.so"
+check "the refresh removes the old select_gputopo.so" test ! -e "$pdir/select_gputopo.so"
 
 if GPUTOPO_BIN=/usr/bin/gputopo QUIET=1 "$here/cluster.sh" up --release "$release" --nodes 1 \
      --topology dgx1v --plugin-dir "$pdir" --dir "$dir" >/dev/null; then
@@ -66,7 +70,7 @@ if GPUTOPO_BIN=/usr/bin/gputopo QUIET=1 "$here/cluster.sh" up --release "$releas
   # Idle DGX-1V, 2 GPUs: an NV2 pair; the stock lowest-index answer 0,1 is only NV1.
   check "it got an NVLink-2 pair, not stock's 0-1 (got $idx)" test -n "$idx" -a "$idx" != 0-1 -a "$idx" != 0,1
   ctld=$(cat "$dir/slurmctld.pid" 2>/dev/null || pgrep -f "slurmctld.*$dir" | head -n 1)
-  check "slurmctld mapped the installed select_gputopo.so" grep -q "$pdir/select_gputopo.so" "/proc/$ctld/maps"
+  check "slurmctld mapped the installed select_gputopo_cons_tres.so" grep -q "$pdir/select_gputopo_cons_tres.so" "/proc/$ctld/maps"
   scancel "$job"
   QUIET=1 "$here/cluster.sh" down --dir "$dir" >/dev/null 2>&1
 else
@@ -74,7 +78,7 @@ else
 fi
 
 check "dpkg -r removes it" dpkg -r gputopo
-check "the plugin directory is gone" test ! -e "$pdir/select_gputopo.so" -a ! -L "$pdir/sched_backfill.so"
+check "the plugin directory is gone" test ! -e "$pdir/select_gputopo_cons_tres.so" -a ! -L "$pdir/sched_backfill.so"
 check "the agent is gone" test ! -e /usr/bin/gputopo
 check "dpkg --purge leaves nothing" dpkg --purge gputopo
 check "no file of gputopo is left" test ! -e "/usr/lib/$multiarch/gputopo" -a ! -e /usr/share/doc/gputopo -a ! -e /usr/share/gputopo

@@ -153,7 +153,10 @@ fn identity_symbols_are_data_with_the_release_version() {
             "{name} must be a data symbol (Slurm reads it in place)"
         );
     }
-    assert_eq!(symbol_bytes(&i.so, "plugin_type"), b"select/gputopo\0");
+    assert_eq!(
+        symbol_bytes(&i.so, "plugin_type"),
+        b"select/gputopo_cons_tres\0"
+    );
     let name = symbol_bytes(&i.so, "plugin_name");
     assert_eq!(name.last(), Some(&0), "plugin_name is NUL-terminated");
     let u32_of = |n| u32::from_le_bytes(symbol_bytes(&i.so, n).try_into().expect("4-byte symbol"));

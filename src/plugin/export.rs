@@ -1,4 +1,4 @@
-//! The macros that emit everything Slurm `dlsym`s from `select_gputopo.so`.
+//! The macros that emit everything Slurm `dlsym`s from `select_gputopo_cons_tres.so`.
 //!
 //! - [`plugin_identity!`](crate::plugin_identity): the identity data symbols (`plugin_name`,
 //!   `plugin_type` as NUL-terminated byte *arrays*, `plugin_version` = `SLURM_VERSION_NUMBER`
@@ -123,7 +123,7 @@ pub unsafe fn fn_from_symbol<F: Copy>(sym: *mut c_void) -> F {
 /// ```ignore
 /// plugin_identity! {
 ///     name: "GPU topology-aware selection (wraps cons_tres)",
-///     type: "select/gputopo",
+///     type: "select/gputopo_cons_tres",
 ///     id: 109,
 ///     roles: [&select::ROLE],
 /// }

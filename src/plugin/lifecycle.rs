@@ -1,7 +1,7 @@
 //! Reference-counted, role-agnostic `init`/`fini`.
 //!
 //! One `.so` has one `init` and one `fini` symbol, but Slurm may load the same file under
-//! several roles (`select_gputopo.so`, later `priority_gputopo.so`; dlopen returns the same
+//! several roles (`select_gputopo_cons_tres.so`, `priority_gputopo.so`; dlopen returns the same
 //! handle) and calls `init`/`fini` once per role, without saying which. So the first `init`
 //! installs the logger and starts every [`Role`] listed in `plugin_identity!`, later ones only
 //! count; the last `fini` stops the roles in reverse order. A role that fails to start makes

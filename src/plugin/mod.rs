@@ -21,7 +21,9 @@ pub use error::PluginError;
 
 crate::plugin_identity! {
     name: "GPU topology-aware node selection (wraps select/cons_tres)",
-    type: "select/gputopo",
+    // The type contains `cons_tres`: Slurm gates several cons_tres features on that text in
+    // SelectType (MaxNodeCount, dynamic nodes, ...), not on the id; see docs/deployment.md.
+    type: "select/gputopo_cons_tres",
     // 109 = SELECT_PLUGIN_CONS_TRES: keeps every feature keyed on the cons_tres id
     // (CoreCnt reservations, unpacking node/job info in clients); see docs/deployment.md.
     id: 109,

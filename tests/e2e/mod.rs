@@ -3,6 +3,7 @@
 mod agent;
 mod agent_telemetry;
 mod checkpoint;
+mod cons_tres_features;
 mod engine;
 mod foundation;
 mod gang;
