@@ -104,6 +104,19 @@ impl Gputopo {
     /// call this, and ask [`TopoTables::objective`] for the details of a set when they want
     /// them (`gputopo pick`, node ranking keys).
     pub fn pick_on(tables: &TopoTables, free: GpuSet, req: &Request) -> Option<GpuSet> {
+        // The common case first: ≤ 8 GPUs, no `required`, no `near` among the free GPUs: the
+        // tier's first set (what `decide` returns there too), one load.
+        let f = free.bits() & tables.all_bits();
+        let k = req.count;
+        if req.required.is_empty()
+            && req.near.bits() & f == 0
+            && k > 0
+            && f.count_ones() as usize >= k
+        {
+            if let Some(tiers) = tables.tiers(k) {
+                return Some(GpuSet::from_bits(u32::from(tiers.first(f))));
+            }
+        }
         decide(
             tables,
             free.bits(),
