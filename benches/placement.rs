@@ -5,8 +5,19 @@
 //! (`exhaustive`, the test oracle) on the same inputs, so the speed-up is measured, not claimed.
 //!
 //! Run: `cargo bench -p gputopo-core --bench placement -- --quick` (figures in docs/engine.md).
+//!
+//! `gputopo` rows are the full answer ([`Gputopo::choose_on`]: the set and its objective),
+//! `gputopo-pick` rows the decision alone ([`Gputopo::pick_on`], what the simulator and the
+//! plugin's placer call). On a shared, loaded machine wall-clock figures swing by 2×, so the
+//! same binary also counts instructions: with `GPUTOPO_COUNT=<case>:<n>` it runs only `n`
+//! repetitions of one case (see [`count`]) and exits, for `valgrind --tool=callgrind`
+//! (`contrib/bench-instructions.sh` runs it for this tree and an older commit side by side).
 
-use criterion::{BatchSize, BenchmarkId, Criterion, black_box, criterion_group, criterion_main};
+// `gputopo_old`: set by contrib/bench-instructions.sh when it builds this file against an
+// older tree that lacks `Gputopo::pick_on`.
+#![allow(unexpected_cfgs)]
+
+use criterion::{BatchSize, BenchmarkId, Criterion, black_box, criterion_group};
 use gputopo_core::GpuSet;
 use gputopo_core::placement::{Exhaustive, Gputopo, Request, TopoTables, rank_nodes};
 use gputopo_core::topology::{NodeTopology, fixture};
@@ -83,6 +94,14 @@ fn cases(
     out
 }
 
+/// The decision alone (`pick_on`; on an older tree without it, the full answer's set).
+fn pick(t: &TopoTables, free: GpuSet, req: &Request) -> Option<GpuSet> {
+    #[cfg(not(gputopo_old))]
+    return Gputopo::pick_on(t, free, req);
+    #[cfg(gputopo_old)]
+    return Gputopo::choose_on(t, free, req).map(|c| c.gpus);
+}
+
 fn decisions(c: &mut Criterion, label: &str, topo: &NodeTopology, max_k: usize, brute: bool) {
     let engine = Gputopo::new();
     let handle = engine.handle(topo).expect("≤ 16 GPUs");
@@ -97,6 +116,13 @@ fn decisions(c: &mut Criterion, label: &str, topo: &NodeTopology, max_k: usize, 
             b.iter(|| {
                 for (free, req) in &cs {
                     black_box(Gputopo::choose_on(&handle, *free, req));
+                }
+            })
+        });
+        g.bench_function(BenchmarkId::new("gputopo-pick", name), |b| {
+            b.iter(|| {
+                for (free, req) in &cs {
+                    black_box(pick(&handle, *free, req));
                 }
             })
         });
@@ -121,7 +147,7 @@ fn decisions(c: &mut Criterion, label: &str, topo: &NodeTopology, max_k: usize, 
                     || handle.clear_memo(),
                     |()| {
                         for (free, req) in &cs {
-                            black_box(Gputopo::choose_on(&handle, *free, req));
+                            black_box(pick(&handle, *free, req));
                         }
                     },
                     BatchSize::PerIteration,
@@ -228,4 +254,73 @@ fn bench_rank(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench_decisions, bench_tables, bench_rank);
-criterion_main!(benches);
+
+/// Instruction-count mode: `GPUTOPO_COUNT=<case>:<n>` runs `n` repetitions of one case after
+/// its setup (tables built, memo warm, or cleared for `16-cold`). Callgrind's total for `n`
+/// minus its total for `0` divided by `n` is the cost of one repetition; cases are
+/// `8` / `8-detailed` / `8-near` (one DGX-1V decision of the 256-case batch, no near /
+/// full answer / near = socket), `16-warm`, `16-cold` (DGX-2, pick) and `rank10k` (one
+/// ranking of 10,000 DGX-1V and HGX H100 nodes, k = 4).
+fn count(spec: &str) {
+    let (case, n) = spec.split_once(':').unwrap_or((spec, "0"));
+    let n: usize = n.parse().unwrap_or(0);
+    let engine = Gputopo::new();
+    let decide = |topo: &NodeTopology, near: bool, detailed: bool, cold: bool| {
+        let handle = engine.handle(topo).expect("≤ 16 GPUs");
+        let cs = cases(topo.len(), 8, 256, near, 0x9E37_79B9_7F4A_7C15);
+        for (free, req) in &cs {
+            black_box(Gputopo::choose_on(&handle, *free, req));
+        }
+        if cold {
+            handle.clear_memo();
+        }
+        for i in 0..n {
+            let (free, req) = &cs[i % cs.len()];
+            if cold && i % cs.len() == 0 {
+                handle.clear_memo();
+            }
+            if detailed {
+                black_box(Gputopo::choose_on(&handle, *free, req));
+            } else {
+                black_box(pick(&handle, *free, req));
+            }
+        }
+    };
+    match case {
+        "8" => decide(&fixtures::dgx1v(), false, false, false),
+        "8-detailed" => decide(&fixtures::dgx1v(), false, true, false),
+        "8-near" => decide(&fixtures::dgx1v(), true, false, false),
+        "16-warm" => decide(&fixtures::dgx2(), false, false, false),
+        "16-cold" => decide(&fixtures::dgx2(), false, false, true),
+        "rank10k" => {
+            let topos = [fixtures::dgx1v(), fixtures::hgx_h100()];
+            let handles: Vec<Arc<TopoTables>> = topos
+                .iter()
+                .map(|t| engine.handle(t).expect("8 GPUs"))
+                .collect();
+            let mut rng = Rng(10_000);
+            let cands: Vec<(Arc<TopoTables>, GpuSet)> = (0..10_000)
+                .map(|i| {
+                    (
+                        Arc::clone(&handles[i % 2]),
+                        GpuSet::from_bits(rng.next() as u32 & 0xFF),
+                    )
+                })
+                .collect();
+            black_box(rank_nodes(&cands, 4));
+            for _ in 0..n {
+                black_box(rank_nodes(&cands, 4));
+            }
+        }
+        other => eprintln!("GPUTOPO_COUNT: unknown case {other:?}"),
+    }
+}
+
+fn main() {
+    if let Ok(spec) = std::env::var("GPUTOPO_COUNT") {
+        count(&spec);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -32,7 +32,57 @@ trap 'rm -rf "$TMP"' EXIT
   echo "NvLink Gpus=12,13 Count=4"
 } >"$TMP/t14.topo"
 
+# subsets LIST K: every K-element subset of the comma list LIST, one comma list per line.
+subsets() {
+  local list=$1 k=$2 head rest
+  if [ "$k" = 0 ]; then echo; return; fi
+  [ -z "$list" ] && return
+  head=${list%%,*}
+  rest=${list#"$head"}
+  rest=${rest#,}
+  subsets "$rest" $((k - 1)) | sed "s/^/$head,/; s/,\$//"
+  subsets "$rest" "$k"
+}
+# matching TOPO FREE K PEER: the sets of K free GPUs other than the peer's own answer that are at
+# least as good as it for the job AND for the leftover, space-separated. Each set is evaluated by
+# `gputopo pick --required SET` (its quality, leftover per size and pairing) and compared with
+# the peer's in the engine's order: (bottleneck, aggregate); per size, largest first, (bottleneck,
+# aggregate) of the best set left (none = 0/0), then the leftover's pairing.
+matching() {
+  local topo=$1 free=$2 k=$3 peer=$4 c found="" p
+  value() { "$BIN" pick --topology "$topo" --free "$free" --count "$k" --required "$1" 2>/dev/null; }
+  p=$(value "$peer") || return 0
+  for c in $(subsets "$(tr , '\n' <<<"$free" | paste -sd,)" "$k"); do
+    [ "$c" = "$peer" ] && continue
+    if awk -v a="$(value "$c")" -v b="$p" '
+      function parse(s, v,   n, f, i, kv, parts, x) {
+        n = split(s, f, " ")
+        for (i = 1; i <= n; i++) { split(f[i], kv, "="); v[kv[1]] = kv[2] }
+        v["bottleneck"] = (v["bottleneck"] == "-") ? 1e9 : v["bottleneck"] + 0
+        if (v["leftover"] != "-") {
+          x = split(v["leftover"], parts, ",")
+          for (i = 1; i <= x; i++) { split(parts[i], kv, "[:/]"); v["s" kv[1]] = kv[2] * 1e6 + kv[3]; sizes[kv[1]] = 1 }
+        }
+      }
+      function cmp(x, y) { return x > y ? 1 : (x < y ? -1 : 0) }
+      BEGIN {
+        parse(a, A); parse(b, B)
+        job = cmp(A["bottleneck"], B["bottleneck"]); if (job == 0) job = cmp(A["aggregate"], B["aggregate"])
+        n = 0; for (z in sizes) order[++n] = z + 0
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (order[j] > order[i]) { t = order[i]; order[i] = order[j]; order[j] = t }
+        left = 0
+        for (i = 1; i <= n && left == 0; i++) left = cmp(A["s" order[i]] + 0, B["s" order[i]] + 0)
+        if (left == 0) left = cmp(A["leftover_pairs"] + 0, B["leftover_pairs"] + 0)
+        exit !(job >= 0 && left >= 0)
+      }'; then
+      found="$found {$c}"
+    fi
+  done
+  echo "${found# }"
+}
+
 cases=0 job_better=0 job_same=0 job_worse=0 left_better=0 left_same=0 left_worse=0 traded=0 bad=0
+both=0
 printf '%-34s %-16s %-10s %-8s %-12s %-10s %-8s %-12s %-6s %s\n' case free ours quality leftover \
   peer quality leftover job leftover
 # one NAME TOPO FREE REQUIRED K PEER ("-" = no answer expected)
@@ -69,9 +119,21 @@ one() {
     same) left_same=$((left_same + 1)) ;;
     *) left_worse=$((left_worse + 1)); if [ "$job" = better ]; then traded=$((traded + 1)); else bad=$((bad + 1)); fi ;;
   esac
+  local note=""
+  if [ "$left" = worse ] && [ "$job" = better ]; then
+    local m
+    m=$(matching "$topo" "$free" "$k" "$peer")
+    if [ -z "$m" ]; then
+      note="  -> no set matches the peer on both; job-first rule chosen"
+    else
+      both=$((both + 1))
+      note="  -> sets matching the peer on both: $m, each worse for the job than ours; job-first rule chosen"
+    fi
+  fi
   printf '%-34s %-16s %-10s %-8s %-12s %-10s %-8s %-12s %-6s %s\n' "$name" "$free" \
     "$(field gpus)" "$(field bottleneck)/$(field aggregate)" "$(sed 's/.* leftover=\([^ ]*\) leftover_pairs.*/\1/' <<<"$out")" \
     "$(field versus)" "$(field versus_bottleneck)/$(field versus_aggregate)" "$(field versus_leftover)" "$job" "$left"
+  [ -z "$note" ] || echo "$note"
 }
 # seq NAME TOPO N K PEER-STEP... : the peer's sequential allocation, one case per step.
 seq_case() {
@@ -118,4 +180,9 @@ echo
 echo "summary: $cases cases; job set better $job_better, same $job_same, worse $job_worse;" \
   "leftover better $left_better, same $left_same, worse $left_worse ($traded of them for a better job set);" \
   "cases worse than go-gpuallocator: $bad"
+if [ "$traded" -gt 0 ]; then
+  echo "job-first rule: in the $traded case(s) with a worse leftover the job's own set is better;" \
+    "a set as good as the peer's for both exists in $both of them and is worse for the job than" \
+    "ours (docs/engine.md, Known answers)"
+fi
 [ "$bad" = 0 ]

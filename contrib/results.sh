@@ -7,6 +7,8 @@
 #   OLD_BIN=/path/to/older/gputopo contrib/results.sh   # adds that binary's gputopo policy as
 #                                                       # "gputopo-previous" to every scenario
 #                                                       # but scale (engine before and after)
+#   OLD_BIN=$(contrib/build-previous.sh) contrib/results.sh  # how docs/results.md is made: the
+#                                  # engine before issue 12 under the current simulator model
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TRACES=${GPUTOPO_TRACES:-../shared/data/traces}
@@ -144,8 +146,9 @@ the wall-clock "dec/s" column). Do not edit by hand.
   wait is its own column).
 - `gputopo-previous` rows: the engine before issue 12 (PCIe term on NVLink pairs, same-size
   and pairing lookahead, fit before fragmentation across nodes), built from the earlier commit
-  and run on the same workloads by the same script (`OLD_BIN`), so old and new stand side by
-  side.
+  by `contrib/build-previous.sh` with the current simulator's hop value (an NVLink hop without
+  a PCIe term; the engine untouched), and run on the same workloads by the same script
+  (`OLD_BIN`), so old and new stand side by side under one model.
 - `faults`: the synthetic run with faults and health-unaware baselines; `faults-aware`: the
   same with health-aware baselines (faulty GPUs hidden from every policy).
 - `scale`: 10,000 nodes (7,500 DGX-1V + 2,500 HGX H100), 1,000,000 synthetic jobs (load
@@ -181,19 +184,19 @@ REL
 - **Queueing and stranding.** Against stock 24.11 the mean wait drops 57-90 % and stranded
   GPUs 19-72 % in every scenario (`faults` aside, see below).
 - **Previous engine** (`gputopo-previous`, the engine before the lookahead and node-ranking
-  rework, same workloads). Its rows come from its own binary, whose simulator still valued an
-  NVLink hop with a PCIe term, so its bandwidth column is in other units (higher by that term)
-  and its runs see slightly different job run times; compare each engine with the stock row
-  of its own model where in doubt. With that caveat: on the 1-GPU-heavy mixed fleet
-  (`trace-mixed`, 6 HGX H100 + 6 L40S, Alibaba size mix) the new engine cuts the mean wait
-  by 54 % (4/8-GPU jobs: 10,874 s), stranded GPUs by 29 % and the mean completion time by
-  26 %: 1-GPU jobs fill the PCIe boxes and the NVSwitch boards stay whole for the 4- and
-  8-GPU jobs. On `synthetic` −44 % wait and −37 % stranded, on `synthetic-dgx1v` −9 % and
-  −17 %, on `faults-aware` −32 % and −9 %. The exception is `trace-shaped` (12 DGX-1V, seed
-  1): 9,304 s mean wait against 1,186 s (stock 27,930 s in the new model, 19,908 s in the
-  old). That run sits at the edge of saturation under strict FIFO and swings with small
-  changes: on seeds 2-5 of the same setup the two engines differ by −14 % to +13 % (seed 3,
-  both about 10x overloaded) or both wait under a minute.
+  rework, same workloads, same simulator model: see "Workloads and clusters"). On the
+  1-GPU-heavy mixed fleet (`trace-mixed`, 6 HGX H100 + 6 L40S, Alibaba size mix) the new
+  engine cuts the mean wait by 54 % (4/8-GPU jobs: 10,874 s), stranded GPUs by 29 % and the
+  mean completion time by 26 %: 1-GPU jobs fill the PCIe boxes and the NVSwitch boards stay
+  whole for the 4- and 8-GPU jobs. On `trace-shaped` (12 DGX-1V) −65 % wait (9,304 s against
+  26,466 s) and −15 % stranded; on `synthetic` −38 % and −26 %; on `faults-aware` −32 % and
+  −10 %. On `synthetic-dgx1v` (seed 2) stranded GPUs drop 11 % but the mean wait rises 17 %
+  (507 s against 432 s); on seeds 3, 4 and 5 of that setup (run by hand, not in these tables)
+  the new engine waits 28 %, 12 % and 32 % less and strands fewer GPUs on each. An earlier
+  version of this page compared the previous engine under its own, older simulator model
+  (NVLink hops valued with a PCIe term, so slightly shorter runs) and showed it at 1,186 s on
+  `trace-shaped`: that run sits at the edge of saturation under strict FIFO, where a few per
+  cent of run time decide whether the queue drains; under one model the new engine is ahead.
 - **Faults.** With health-unaware baselines, about 1,400-1,550 of 20,000 jobs get a faulty
   GPU; gputopo none. Their shorter waits there come only from the model letting jobs run on
   broken GPUs. With health-aware baselines (`faults-aware`; stock Slurm cannot actually do

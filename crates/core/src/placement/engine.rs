@@ -4,33 +4,24 @@
 //! # What it maximises
 //! The objective is defined (with its reasoning and numbers) in [`super::objective`]. In
 //! short, lexicographically: (a) the set's communication quality, bottleneck then aggregate of
-//! a per-pair GB/s estimate (`25 × NVLinks + PCIe level`, so any NVLink beats every PCIe path,
-//! and SB > PIX > PXB > PHB > NODE > SYS); (b) an anti-fragmentation lookahead on the GPUs
-//! left free, first the best same-size set they still hold, then their best pairing;
-//! (c) affinity to the job's cores (`Request::near`); (d) the lowest set.
+//! a per-pair GB/s estimate (`25 × NVLinks` for an NVLink pair, else the PCIe level's figure,
+//! so any NVLink beats every PCIe path, and SB > PIX > PXB > PHB > NODE > SYS); (b) the
+//! lookahead ([`super::lookahead`]): what the GPUs left free are still worth at every size the
+//! node can serve, largest first, then their best pairing; (c) affinity to the job's cores
+//! (`Request::near`); (d) the lowest set.
 //!
-//! # Known answers (tests in `tests` below and in `crates/agent/tests/pick.rs`)
-//! DGX-1V: four successive 2-GPU requests on an idle node get {2,3}, {6,7}, {0,4}, {1,5}: all
-//! NV2, the first two also behind one PCIe switch. A 4-GPU request gets {0-3}. Free {0,1,4},
-//! 2 GPUs → {0,4} (NV2 across sockets beats NV1 on one socket). go-gpuallocator's best-effort
-//! cases agree except where noted:
-//! - free {0,4,5,6} → {5,6}; free {0,1,3} → {0,3}; required {4}: 2 → {4,7}, 4 → {4-7};
-//!   DGX-1P idle pairs {0,2}, {1,3}, {4,6}, {5,7}.
-//! - **Deliberate difference**: free {0,2,4,5}, 2 GPUs: go-gpuallocator returns {4,5} (NV1)
-//!   because the *partition* {4,5}+{0,2} scores higher in total; we return {0,4} (NV2): the
-//!   job in hand gets the better link, the leftover only breaks ties.
-//! - **Tie-break difference**: idle DGX-1V pairs. go-gpuallocator's partition sums tie between
-//!   {0,3},{1,2},{4,7},{5,6} and {2,3},{6,7},{0,4},{1,5} and its enumeration order yields the
-//!   former; our PCIe term prefers NV2 pairs behind one switch, so we start with {2,3}.
+//! # Known answers
+//! The table of known answers and the deliberate differences from go-gpuallocator are in
+//! `docs/engine.md` and tested in `tests` below and in `crates/agent/tests/pick.rs`.
 //!
 //! # How it is exact and fast
 //! Per distinct topology (interned by pair values in a [`TableCache`]) we precompute every
-//! subset's quality and leftover pairing, and per request size the best same-size subset of
-//! every mask; on ≤ 8-GPU nodes also the whole decision per free mask ([`super::tables`]).
-//! A decision is then a table lookup (≤ 8 GPUs) or a branch and bound whose bounds are table
-//! lookups (≤ 16 GPUs, `super::search`). The first decision of a new size `k` on a new
-//! topology pays for that size's table (microseconds at 8 GPUs, about a millisecond at 16);
-//! `docs/engine.md` has the measured cold and warm figures.
+//! subset's quality, leftover pairing and lookahead rank, and per request size the best
+//! same-size subset of every mask; on ≤ 8-GPU nodes also the whole decision per free mask
+//! ([`super::tables`]). A decision is then a table lookup (≤ 8 GPUs) or a branch and bound
+//! whose bounds are table lookups (≤ 16 GPUs, `super::search`). [`Gputopo::pick_on`] returns
+//! the set alone; [`Gputopo::choose_on`] also assembles its [`Objective`], which costs more
+//! than the decision on small nodes. `docs/engine.md` has the measured figures.
 //!
 //! Above 16 GPUs per node (none ship today) no tables are built and a heuristic is used
 //! ([`super::heuristic`]: multi-start greedy growth plus swaps on the set's own quality; its
@@ -38,7 +29,7 @@
 //! in its [`Objective`]; callers see the same `gputopo` policy.
 
 use super::objective::{self, Objective, Score};
-use super::search::{Decision, decide};
+use super::search::decide;
 use super::tables::{TableCache, TopoHandle, TopoTables};
 use super::{Policy, Request};
 use crate::gpuset::GpuSet;
@@ -96,18 +87,44 @@ impl Gputopo {
 
     /// [`Gputopo::choose_detailed`] on tables the caller already holds.
     pub fn choose_on(tables: &TopoTables, free: GpuSet, req: &Request) -> Option<Choice> {
-        let d: Decision = decide(
+        let gpus = Self::pick_on(tables, free, req)?;
+        Some(Choice {
+            gpus,
+            objective: tables.objective(free, gpus, req.near),
+        })
+    }
+}
+
+impl Gputopo {
+    /// The decision alone: the set [`Gputopo::choose_on`] returns, without its [`Objective`].
+    ///
+    /// The objective (the leftover per size, the loss) explains a choice; building it costs
+    /// more than the choice itself on ≤ 8-GPU nodes, where the choice is one table load. So
+    /// callers that only allocate (the simulator, [`Policy::choose`], the plugin's placer)
+    /// call this, and ask [`TopoTables::objective`] for the details of a set when they want
+    /// them (`gputopo pick`, node ranking keys).
+    pub fn pick_on(tables: &TopoTables, free: GpuSet, req: &Request) -> Option<GpuSet> {
+        // The common case first: ≤ 8 GPUs, no `required`, no `near` among the free GPUs: the
+        // tier's first set (what `decide` returns there too), one load.
+        let f = free.bits() & tables.all_bits();
+        let k = req.count;
+        if req.required.is_empty()
+            && req.near.bits() & f == 0
+            && k > 0
+            && f.count_ones() as usize >= k
+        {
+            if let Some(tiers) = tables.tiers(k) {
+                return Some(GpuSet::from_bits(u32::from(tiers.first(f))));
+            }
+        }
+        decide(
             tables,
             free.bits(),
             req.count,
             req.required.bits(),
             req.near.bits(),
-        )?;
-        let gpus = GpuSet::from_bits(d.set);
-        Some(Choice {
-            gpus,
-            objective: tables.objective(free, gpus, req.near),
-        })
+        )
+        .map(|d| GpuSet::from_bits(d.set))
     }
 }
 
@@ -117,7 +134,10 @@ impl Policy for Gputopo {
     }
 
     fn choose(&self, topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<GpuSet> {
-        self.choose_detailed(topo, free, req).map(|c| c.gpus)
+        match self.handle(topo) {
+            Some(h) => Self::pick_on(&h, free, req),
+            None => super::heuristic::choose(topo, free, req),
+        }
     }
 }
 

@@ -17,6 +17,7 @@ pub mod exhaustive;
 pub mod first_fit;
 pub mod heuristic;
 pub mod lookahead;
+mod memo;
 pub mod objective;
 pub mod rank;
 mod search;

@@ -70,12 +70,18 @@ impl RankKey {
     /// The key of a node whose own choice for the job has objective `o` and leaves `left`
     /// GPUs free.
     pub fn new(o: &Objective, left: usize) -> Self {
+        Self::of(o.quality, o.loss.0, left)
+    }
+
+    /// The key of a node whose own choice has quality `quality` and loss `loss` and leaves
+    /// `left` GPUs free (what [`RankKey::new`] reads of an objective).
+    pub fn of(quality: Score, loss: Loss, left: usize) -> Self {
         RankKey {
-            class: o.quality.class(),
-            whole: Reverse(o.loss.0.whole),
+            class: quality.class(),
+            whole: Reverse(loss.whole),
             left: Reverse(u32::try_from(left).unwrap_or(u32::MAX)),
-            loss: o.loss,
-            quality: o.quality,
+            loss: Reverse(loss),
+            quality,
         }
     }
 
@@ -109,61 +115,55 @@ impl RankKey {
 pub fn rank_nodes<T: AsRef<TopoTables>>(candidates: &[(T, GpuSet)], k: usize) -> Vec<usize> {
     // Per distinct topology: free mask -> distinct-key id (u32::MAX = not seen yet).
     let mut topos: Vec<(&TopoTables, Vec<u32>)> = Vec::new();
-    // Distinct keys; `None` = cannot host k.
-    let mut keys: Vec<Option<u128>> = Vec::new();
-    let mut node_ids: Vec<u32> = Vec::with_capacity(candidates.len());
-    let mut last = 0usize;
-    for (tables, free) in candidates {
-        let t = tables.as_ref();
-        if topos.get(last).is_none_or(|(x, _)| !std::ptr::eq(*x, t)) {
-            last = match topos.iter().position(|(x, _)| std::ptr::eq(*x, t)) {
-                Some(p) => p,
-                None => {
-                    topos.push((t, vec![u32::MAX; 1 << t.len()]));
-                    topos.len() - 1
-                }
-            };
-        }
-        let f = free.bits() & t.all_bits();
-        let slot = &mut topos[last].1[f as usize];
-        if *slot == u32::MAX {
-            *slot = keys.len() as u32;
-            keys.push(node_key(t, f, k));
-        }
-        node_ids.push(*slot);
-    }
-    // Rank the distinct keys, best first; unplaceable ones get no rank.
-    let mut order: Vec<u32> = (0..keys.len() as u32)
-        .filter(|&i| keys[i as usize].is_some())
+    // Distinct keys (`None` = cannot host k) and how many nodes have each.
+    let mut keys: Vec<(Option<u128>, u32)> = Vec::new();
+    let mut last = usize::MAX;
+    let node_ids: Vec<u32> = candidates
+        .iter()
+        .map(|(tables, free)| {
+            let t = tables.as_ref();
+            if topos.get(last).is_none_or(|(x, _)| !std::ptr::eq(*x, t)) {
+                last = match topos.iter().position(|(x, _)| std::ptr::eq(*x, t)) {
+                    Some(p) => p,
+                    None => {
+                        topos.push((t, vec![u32::MAX; 1 << t.len()]));
+                        topos.len() - 1
+                    }
+                };
+            }
+            let f = free.bits() & t.all_bits();
+            let slot = &mut topos[last].1[f as usize];
+            if *slot == u32::MAX {
+                *slot = keys.len() as u32;
+                keys.push((node_key(t, f, k), 0));
+            }
+            let id = *slot;
+            keys[id as usize].1 += 1;
+            id
+        })
         .collect();
-    order.sort_unstable_by(|&a, &b| keys[b as usize].cmp(&keys[a as usize]));
-    let mut rank = vec![u32::MAX; keys.len()];
-    let mut distinct_ranks = 0u32;
+    // Sort the distinct keys, best first (unplaceable ones left out). Equal keys form one
+    // run; each run's first output position is the number of nodes ranked before it.
+    let mut order: Vec<u32> = (0..keys.len() as u32)
+        .filter(|&i| keys[i as usize].0.is_some())
+        .collect();
+    order.sort_unstable_by(|&a, &b| keys[b as usize].0.cmp(&keys[a as usize].0));
+    let mut run_of = vec![u32::MAX; keys.len()];
+    let mut next: Vec<usize> = Vec::new();
+    let mut total = 0usize;
     for (pos, &id) in order.iter().enumerate() {
-        if pos > 0 && keys[order[pos - 1] as usize] == keys[id as usize] {
-            rank[id as usize] = distinct_ranks - 1;
-        } else {
-            rank[id as usize] = distinct_ranks;
-            distinct_ranks += 1;
+        if pos == 0 || keys[order[pos - 1] as usize].0 != keys[id as usize].0 {
+            next.push(total);
         }
+        run_of[id as usize] = (next.len() - 1) as u32;
+        total += keys[id as usize].1 as usize;
     }
-    // Stable counting sort of the nodes by rank.
-    let mut start = vec![0usize; distinct_ranks as usize + 1];
-    for &id in &node_ids {
-        let r = rank[id as usize];
-        if r != u32::MAX {
-            start[r as usize + 1] += 1;
-        }
-    }
-    for r in 0..distinct_ranks as usize {
-        start[r + 1] += start[r];
-    }
-    let mut out = vec![0usize; start[distinct_ranks as usize]];
+    // Place the nodes, in input order within a run (a stable counting sort).
+    let mut out = vec![0usize; total];
     for (i, &id) in node_ids.iter().enumerate() {
-        let r = rank[id as usize];
-        if r != u32::MAX {
-            out[start[r as usize]] = i;
-            start[r as usize] += 1;
+        if let Some(p) = next.get_mut(run_of[id as usize] as usize) {
+            out[*p] = i;
+            *p += 1;
         }
     }
     out
@@ -171,13 +171,9 @@ pub fn rank_nodes<T: AsRef<TopoTables>>(candidates: &[(T, GpuSet)], k: usize) ->
 
 /// The packed [`RankKey`] of one node, or `None` when it cannot host `k` GPUs.
 fn node_key(t: &TopoTables, free: u32, k: usize) -> Option<u128> {
-    let d = decide(t, free, k, 0, 0)?;
-    let o = t.objective(
-        GpuSet::from_bits(free),
-        GpuSet::from_bits(d.set),
-        GpuSet::EMPTY,
-    );
-    Some(RankKey::new(&o, (free.count_ones() as usize) - k).packed())
+    let set = GpuSet::from_bits(decide(t, free, k, 0, 0)?.set);
+    let loss = t.loss(GpuSet::from_bits(free), set);
+    Some(RankKey::of(t.score(set), loss, (free.count_ones() as usize) - k).packed())
 }
 
 #[cfg(test)]

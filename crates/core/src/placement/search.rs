@@ -11,8 +11,8 @@
 //!    exclude), on the full key including the tie-break. A branch is cut when an upper bound
 //!    of every key component below it cannot beat the incumbent:
 //!    quality ≤ min(best_k(included ∪ undecided), bottleneck of the included GPUs);
-//!    lookahead ≤ look(F \ included) (the lookahead rank is monotone: a larger leftover is
-//!    never worth less); near ≤ included-near + min(remaining, undecided-near); tie-break ≤
+//!    lookahead ≤ the best lookahead rank of a `(|F| − k)`-subset of `F \ included`
+//!    (`look_best`: every completion leaves such a subset); near ≤ included-near + min(remaining, undecided-near); tie-break ≤
 //!    that of the included GPUs plus the lowest undecided ones.
 //!    Bounds are table lookups, so a node costs a few nanoseconds; on uniform (NVSwitch)
 //!    boards the first leaf meets the root bound and everything else is cut at once.
@@ -57,14 +57,15 @@ pub(crate) fn decide(
     let tiers = t.tiers(k);
     if required == 0 {
         if let Some(tiers) = tiers {
-            let (sets, head) = tiers.tier(free);
             if near == 0 {
-                return sets.first().map(|&s| Decision {
-                    set: u32::from(s),
-                    head,
+                // The tier's first member, kept in its own array: two loads.
+                return Some(Decision {
+                    set: u32::from(tiers.first(free)),
+                    head: tiers.head(free),
                     near: 0,
                 });
             }
+            let (sets, head) = tiers.tier(free);
             let mut best: Option<(u32, u32)> = None;
             for &s in sets {
                 let c = (u32::from(s) & near).count_ones();
@@ -119,6 +120,8 @@ fn rev(set: u32) -> u32 {
 struct Bb<'a> {
     t: &'a TopoTables,
     best_k: &'a [u32],
+    /// `look_best` for the leftover size `|free| − k`.
+    look_best: &'a [u32],
     free: u32,
     near: u32,
     /// Free, not-required GPUs in index order.
@@ -153,6 +156,7 @@ fn branch_and_bound(
     let mut bb = Bb {
         t,
         best_k,
+        look_best: t.look_best(free.count_ones() as usize - k),
         free,
         near,
         cand,
@@ -236,7 +240,7 @@ impl Bb<'_> {
             self.t.quality(inc) | 0xFFFF
         };
         let ub_q = self.best_k[avail as usize].min(inc_q);
-        let ub_look = self.t.look(self.free & !inc);
+        let ub_look = self.look_best[(self.free & !inc) as usize];
         let ub_near =
             (inc & self.near).count_ones() + (r as u32).min((undecided & self.near).count_ones());
         // The lexicographically smallest completion: `inc` plus the r lowest undecided GPUs.

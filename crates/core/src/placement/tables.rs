@@ -17,8 +17,12 @@
 //!   decision: for every free mask `F`, the sets that maximise (quality, lookahead), in
 //!   tie-break order. Only `near` is left to the call, a scan over that (usually tiny) tier.
 //!
+//! - `look_best_m[S]`: the best lookahead rank of an `m`-subset of `S`, per leftover size `m`
+//!   on first use: the search's bound on what a choice can still leave (subset maximum).
+//!
 //! Memory at 16 GPUs: 3 × 256 KiB, 1.75 MiB of lookahead values (28 bytes per mask), plus
-//! 256 KiB per size used (4-6 lookahead sizes); at 8 GPUs a few KiB.
+//! 256 KiB per request size and per leftover size used (4-6 lookahead sizes at once); at most
+//! about 11 MiB per 16-GPU topology (6.5 MiB before `look_best`); at 8 GPUs a few KiB.
 //!
 //! Tables depend only on the pair values, so [`TableCache`] interns them by that matrix:
 //! slurmctld with 10,000 identical nodes builds one set of tables, and a decision only pays
@@ -29,11 +33,11 @@
 //! search there (see [`super::engine`]).
 
 use super::lookahead::{self, Leftover, Loss};
+use super::memo::{Memo, Memoised};
 use super::objective::{Objective, Score, pair_gbps};
 use crate::gpuset::GpuSet;
 use crate::topology::NodeTopology;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 /// Largest node the exact tables cover.
 pub const MAX_EXACT_GPUS: usize = 16;
@@ -42,7 +46,7 @@ pub const MAX_EXACT_GPUS: usize = 16;
 pub const TIER_MAX_GPUS: usize = 8;
 
 /// Most memoised decisions kept per topology.
-pub const MEMO_CAP: usize = 1 << 18;
+pub use super::memo::MEMO_CAP;
 
 /// A shared handle to one topology's tables.
 pub use super::table_cache::{TABLE_CACHE_CAP, TableCache};
@@ -83,6 +87,8 @@ pub(crate) struct Tiers {
     sets: Vec<u16>,
     /// Per `F`: quality and lookahead rank of the tier (all equal).
     heads: Vec<[u32; 2]>,
+    /// Per `F`: the tier's first set, the answer when `near` is empty (one load).
+    first: Vec<u16>,
 }
 
 impl Tiers {
@@ -92,16 +98,20 @@ impl Tiers {
         let (a, b) = (self.offsets[f] as usize, self.offsets[f + 1] as usize);
         (&self.sets[a..b], self.heads[f])
     }
+
+    /// The first set of the tier of free mask `f` (0 when it is empty: fewer than k free).
+    pub(crate) fn first(&self, f: u32) -> u16 {
+        self.first[f as usize]
+    }
+
+    /// The objective head shared by the tier of free mask `f`.
+    pub(crate) fn head(&self, f: u32) -> [u32; 2] {
+        self.heads[f as usize]
+    }
 }
 
 /// The lookahead value of one mask: packed best score per lookahead size, then matching.
 type LookValue = [u32; lookahead::MAX_SIZES + 1];
-
-/// A memo key: k, free, near, required.
-type MemoKey = (u8, u32, u32, u32);
-
-/// A memoised decision: chosen mask and objective head.
-type Memoised = (u32, [u32; 2]);
 
 /// Precomputed tables for one distinct topology (≤ [`MAX_EXACT_GPUS`] GPUs).
 pub struct TopoTables {
@@ -119,11 +129,14 @@ pub struct TopoTables {
     loss_slots: [Option<usize>; 4],
     /// `best[s][S]`: packed best quality of an `s`-subset of `S`, 0 when `|S| < s`.
     best: Vec<OnceLock<Vec<u32>>>,
+    /// `look_best[m][S]`: the best lookahead rank of an `m`-subset of `S` (0 when `|S| < m`):
+    /// the search's bound on what a choice can leave (built on first use per leftover size).
+    look_best: Vec<OnceLock<Vec<u32>>>,
     /// Whole decisions per free mask and request size, on small nodes.
     tiers: Vec<OnceLock<Tiers>>,
     /// Memoised decisions on nodes too big for tiers:
     /// (k, free, near, required) → (set, objective head).
-    memo: Mutex<HashMap<MemoKey, Memoised>>,
+    memo: Memo,
 }
 
 impl std::fmt::Debug for TopoTables {
@@ -198,8 +211,9 @@ impl TopoTables {
             look_values: Vec::new(),
             loss_slots,
             best: (0..=n).map(|_| OnceLock::new()).collect(),
+            look_best: (0..=n).map(|_| OnceLock::new()).collect(),
             tiers: (0..=n).map(|_| OnceLock::new()).collect(),
-            memo: Mutex::new(HashMap::new()),
+            memo: Memo::default(),
         };
         (t.look, t.look_values) = t.build_look();
         t
@@ -268,6 +282,15 @@ impl TopoTables {
         self.best[k].get_or_init(|| self.build_best(k))
     }
 
+    /// `look_best_m`: the best lookahead rank of an `m`-subset of every mask (0 ≤ m ≤ n),
+    /// built on first use. A choice of `k` out of `F` that keeps `I` leaves an
+    /// `(|F| − k)`-subset of `F \ I`, so this bounds the search's lookahead far tighter than
+    /// `look(F \ I)` (on an NVSwitch board it is exact: every leftover of one size is worth
+    /// the same).
+    pub(crate) fn look_best(&self, m: usize) -> &[u32] {
+        self.look_best[m].get_or_init(|| self.subset_max(m, &self.look))
+    }
+
     /// The decision tiers of request size `k` on a node of at most [`TIER_MAX_GPUS`] GPUs,
     /// built on first use; `None` on larger nodes.
     pub(crate) fn tiers(&self, k: usize) -> Option<&Tiers> {
@@ -289,9 +312,22 @@ impl TopoTables {
 
     /// The full objective of choosing `set` out of `free` for a job preferring `near`.
     ///
-    /// On the decision path: two rows of `look_values`, no per-size table lookups (the
-    /// loss here equals [`Loss::between`], which the oracle uses; the property tests compare).
+    /// Not on the decision path ([`super::Gputopo::pick_on`] does without it): it explains
+    /// a choice, for `gputopo pick` and [`super::Gputopo::choose_on`].
     pub fn objective(&self, free: GpuSet, set: GpuSet, near: GpuSet) -> Objective {
+        let l = free.bits() & self.all_bits() & !set.bits();
+        Objective {
+            quality: self.score(set),
+            leftover: self.leftover(GpuSet::from_bits(l)),
+            loss: std::cmp::Reverse(self.loss(free, set)),
+            near: set.intersection(near).len() as u32,
+        }
+    }
+
+    /// What choosing `set` out of `free` costs later jobs ([`Loss`], the objective's `loss`):
+    /// two rows of `look_values`, no per-size table lookups (it equals [`Loss::between`],
+    /// which the oracle uses; the property tests compare). Node ranking reads only this.
+    pub fn loss(&self, free: GpuSet, set: GpuSet) -> Loss {
         let all = self.all_bits();
         let f = free.bits() & all;
         let l = f & !set.bits();
@@ -309,25 +345,26 @@ impl TopoTables {
         } else {
             0
         };
-        Objective {
-            quality: self.score(set),
-            leftover: self.leftover(GpuSet::from_bits(l)),
-            loss: std::cmp::Reverse(Loss {
-                whole,
-                by_size,
-                pairs: before[m].saturating_sub(after[m]),
-            }),
-            near: set.intersection(near).len() as u32,
+        Loss {
+            whole,
+            by_size,
+            pairs: before[m].saturating_sub(after[m]),
         }
     }
 
     /// Builds `best_k` for size `k`.
     fn build_best(&self, k: usize) -> Vec<u32> {
+        self.subset_max(k, &self.quality)
+    }
+
+    /// For every mask `S`, the maximum of `value` over the `k`-subsets of `S` (0 when
+    /// `|S| < k`): a subset-maximum transform, O(2^n · n).
+    fn subset_max(&self, k: usize, value: &[u32]) -> Vec<u32> {
         let full = 1usize << self.n;
         let mut best: Vec<u32> = (0..full)
             .map(|s| {
                 if (s as u32).count_ones() as usize == k {
-                    self.quality[s]
+                    value[s]
                 } else {
                     0
                 }
@@ -374,39 +411,33 @@ impl TopoTables {
             heads.push(top);
         }
         offsets.push(sets.len() as u32);
+        let first = offsets[..full]
+            .iter()
+            .zip(&offsets[1..])
+            .map(|(&a, &b)| if a < b { sets[a as usize] } else { 0 })
+            .collect();
         Tiers {
             offsets,
             sets,
             heads,
+            first,
         }
     }
 
     /// Forgets the memoised decisions (the tables stay): for memory pressure, and for
     /// measuring the cold search path.
     pub fn clear_memo(&self) {
-        if let Ok(mut m) = self.memo.lock() {
-            m.clear();
-        }
+        self.memo.clear();
     }
 
     /// Looks up a memoised decision.
     pub(crate) fn memo_get(&self, k: usize, f: u32, near: u32, req: u32) -> Option<Memoised> {
-        self.memo
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&(k as u8, f, near, req)).copied())
+        self.memo.get(k, f, near, req)
     }
 
-    /// Remembers a decision. The memo holds at most [`MEMO_CAP`] entries
-    /// (about 8 MiB) and starts over when full, so memory stays bounded whatever the
-    /// workload.
+    /// Remembers a decision (bounded by [`MEMO_CAP`], see `memo`).
     pub(crate) fn memo_put(&self, k: usize, f: u32, near: u32, req: u32, v: Memoised) {
-        if let Ok(mut m) = self.memo.lock() {
-            if m.len() >= MEMO_CAP {
-                m.clear();
-            }
-            m.insert((k as u8, f, near, req), v);
-        }
+        self.memo.put(k, f, near, req, v);
     }
 }
 

@@ -278,11 +278,11 @@ impl Sim<'_> {
                 for i in rank_nodes(&cands, k) {
                     let (g, mask, nodes) = &states[i];
                     let tables = &self.handles[*g as usize];
-                    let Some(c) = Gputopo::choose_on(tables, GpuSet::from_bits(*mask), &req) else {
+                    let Some(set) = Gputopo::pick_on(tables, GpuSet::from_bits(*mask), &req) else {
                         continue;
                     };
                     for &node in nodes.iter().take(m - out.len()) {
-                        out.push((node as usize, c.gpus));
+                        out.push((node as usize, set));
                     }
                     if out.len() == m {
                         break;
@@ -305,15 +305,14 @@ impl Sim<'_> {
                 let usable = self.state.usable(node);
                 let handle = &self.handles[g as usize];
                 let best = *self.best.entry((g, usable, k as u8)).or_insert_with(|| {
-                    Gputopo::choose_on(handle, GpuSet::from_bits(usable), &Request::new(k))
-                        .map_or(Score::NONE, |c| score(topo, c.gpus))
+                    Gputopo::pick_on(handle, GpuSet::from_bits(usable), &Request::new(k))
+                        .map_or(Score::NONE, |set| score(topo, set))
                 });
                 let got = score(topo, set);
                 self.acc.allocation(got.bottleneck, got >= best);
                 let ring = self.comm.ring(g, topo, set);
                 let ideal = self.comm.ideal(g, topo, k, || {
-                    Gputopo::choose_on(handle, topo.all(), &Request::new(k))
-                        .map_or(topo.all(), |c| c.gpus)
+                    Gputopo::pick_on(handle, topo.all(), &Request::new(k)).unwrap_or(topo.all())
                 });
                 factor = factor.max(slowdown(self.comm_fraction, ideal, ring));
             }

@@ -67,7 +67,10 @@ impl Placer for Prepared<'_> {
     type Score = Score;
 
     fn choose(&self, topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<GpuSet> {
-        self.choose_detailed(topo, free, req).map(|c| c.gpus)
+        match self.tables.get(&(std::ptr::from_ref(topo) as usize)) {
+            Some(h) => Gputopo::pick_on(h, free, req),
+            None => Policy::choose(self.engine, topo, free, req),
+        }
     }
 
     fn score(&self, topo: &NodeTopology, set: GpuSet) -> Score {

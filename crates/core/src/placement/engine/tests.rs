@@ -254,6 +254,13 @@ fn check_against_oracle(
     };
     let got = engine.choose_detailed(topo, free, &req);
     let want = Exhaustive::choose_detailed(topo, free, &req);
+    // The decision alone (`pick_on`, behind `Policy::choose`) is the same set.
+    assert_eq!(
+        Policy::choose(engine, topo, free, &req),
+        got.map(|c| c.gpus),
+        "pick {} free={free:?} {req:?}",
+        topo.name
+    );
     assert_eq!(
         got.map(|c| (c.gpus, c.objective)),
         want,
