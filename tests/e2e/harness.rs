@@ -169,19 +169,26 @@ pub fn gputopo_bin() -> PathBuf {
         })
 }
 
+/// The directory [`Cluster::up`] runs its cluster in: `GPUTOPO_E2E_DIR`, else one derived from
+/// the target dir. Everything of a test that must not clash with a test running at the same
+/// time in another shard (ports, sockets, a slurmdbd's MariaDB) is derived from it.
+pub fn cluster_dir() -> PathBuf {
+    std::env::var("GPUTOPO_E2E_DIR").map_or_else(
+        |_| {
+            let mut h = DefaultHasher::new();
+            target_dir().hash(&mut h);
+            PathBuf::from(format!("/tmp/gputopo-e2e-{:08x}", h.finish() as u32))
+        },
+        PathBuf::from,
+    )
+}
+
 impl Cluster {
     /// Starts a cluster (tearing down a leftover one in the same directory) and waits until
     /// every node is idle. Panics with cluster.sh's error (log tails included) on failure.
     pub fn up(opts: Opts) -> Cluster {
         let one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
-        let dir = std::env::var("GPUTOPO_E2E_DIR").map_or_else(
-            |_| {
-                let mut h = DefaultHasher::new();
-                target_dir().hash(&mut h);
-                PathBuf::from(format!("/tmp/gputopo-e2e-{:08x}", h.finish() as u32))
-            },
-            PathBuf::from,
-        );
+        let dir = cluster_dir();
         std::fs::create_dir_all(&dir).expect("create the cluster directory");
         let mut args: Vec<String> = vec![
             "up".into(),
