@@ -76,11 +76,14 @@ run() { # priority -> prints "total in_gputopo valgrind_summary_total"
     a3=$a3,$(sbatch --parsable -A acct_a --qos=high,low -p p1,p2 --array=0-"$tasks"%2 -n1 --wrap 'sleep 1' -o /dev/null)
   fi
   for i in $(seq 120); do
+    [ -z "$dbd" ] || scontrol release "${a3#*,}" >/dev/null 2>&1 || true
     left=$(squeue -h -r -o %i -j "$a1" 2>/dev/null | wc -l)
     [ "$left" -le $((tasks - 3)) ] && break; sleep 1
   done
   scontrol update jobid="${a3%%,*}" partition=p1,p3 >/dev/null 2>&1 || true
   for i in $(seq 600); do
+    # 24.11 holds the rest of a multi-QOS array whenever it splits one off (stock too).
+    [ -z "$dbd" ] || scontrol release "${a3#*,}" >/dev/null 2>&1 || true
     left=$(squeue -h -r -o %i -j "$a1,$a2,$a3" 2>/dev/null | wc -l) || left=1
     [ "$left" -eq 0 ] && break; sleep 1
   done
