@@ -6,24 +6,37 @@
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use gputopo_core::priority::ledger::{Ledger, UsageCharge, UsageWeights};
 use gputopo_core::priority::{
-    AssocInput, ClusterInput, JobInput, NICE_OFFSET, NO_VAL, PartitionInput, PriorityConfig,
-    QosInput, Release, Weights, job_priority,
+    AssocInput, ClusterInput, JobInput, JobPriority, NICE_OFFSET, NO_VAL, PartitionInput,
+    PriorityConfig, QosInput, Release, Weights, job_priority_into,
 };
 use std::hint::black_box;
 
 const NOW: i64 = 1_700_000_000;
 
-fn jobs(n: usize) -> Vec<JobInput> {
-    let parts: Vec<PartitionInput> = (1..=4u16)
+/// The partitions the jobs run in (TRES totals borrowed from a static, as the plugin borrows
+/// slurmctld's arrays).
+fn partitions() -> Vec<PartitionInput<'static>> {
+    (1..=4u16)
         .map(|f| PartitionInput {
             priority_job_factor: f * 10,
             norm_priority: f64::from(f) / 4.0,
             max_time_mins: 1440,
-            tres_cnt: Some(vec![4096, 16_000_000, 0, 128, 512]),
+            tres_cnt: Some(&[4096, 16_000_000, 0, 128, 512]),
         })
-        .collect();
-    (0..n)
-        .map(|i| {
+        .collect()
+}
+
+/// Each job's requested TRES (the arrays [`jobs`] borrows).
+fn requests(n: usize) -> Vec<[u64; 5]> {
+    (0..n as u64)
+        .map(|i| [1 + i % 64, 4000, 0, i % 9, 1])
+        .collect()
+}
+
+fn jobs<'a>(parts: &'a [PartitionInput<'a>], reqs: &'a [[u64; 5]]) -> Vec<JobInput<'a>> {
+    reqs.iter()
+        .enumerate()
+        .map(|(i, req)| {
             let i32_ = i as u32;
             JobInput {
                 accrue_time: NOW - i64::from(i32_ % 86_400),
@@ -31,12 +44,8 @@ fn jobs(n: usize) -> Vec<JobInput> {
                 min_cpus: 1 + i32_ % 64,
                 min_nodes: 1 + i32_ % 4,
                 time_limit_mins: 10 + i32_ % 1000,
-                partition: Some(parts[i % 4].clone()),
-                partitions: if i % 10 == 0 {
-                    parts[..2].to_vec()
-                } else {
-                    Vec::new()
-                },
+                partition: Some(parts[i % 4]),
+                partitions: if i % 10 == 0 { &parts[..2] } else { &[] },
                 qos: Some(QosInput {
                     priority: i32_ % 3,
                     norm_priority: f64::from(i32_ % 3) / 2.0,
@@ -46,13 +55,7 @@ fn jobs(n: usize) -> Vec<JobInput> {
                     priority_norm: 0.0,
                     fairshare: f64::from(i32_ % 100) / 100.0,
                 }),
-                tres_req: Some(vec![
-                    u64::from(1 + i32_ % 64),
-                    4000,
-                    0,
-                    u64::from(i32_ % 9),
-                    1,
-                ]),
+                tres_req: Some(req),
                 site_factor: NICE_OFFSET,
                 nice: NICE_OFFSET + i32_ % 5,
                 ..Default::default()
@@ -80,14 +83,19 @@ fn bench(c: &mut Criterion) {
     };
     let mut g = c.benchmark_group("priority_recalc");
     g.sample_size(20);
+    let parts = partitions();
     for n in [10_000usize, 100_000] {
-        let js = jobs(n);
+        let reqs = requests(n);
+        let js = jobs(&parts, &reqs);
         g.throughput(Throughput::Elements(n as u64));
         g.bench_with_input(BenchmarkId::new("multifactor_jobs", n), &js, |b, js| {
+            // One output reused for every job, as the plugin's pass does.
+            let mut out = JobPriority::default();
             b.iter(|| {
                 let mut sum = 0u64;
                 for j in js {
-                    sum += u64::from(job_priority(&cfg, cluster, j, NOW, None).priority);
+                    job_priority_into(&cfg, cluster, j, NOW, None, &mut out);
+                    sum += u64::from(out.priority);
                 }
                 black_box(sum)
             })

@@ -1,31 +1,41 @@
 #!/usr/bin/env bash
 # Priority recalculation cost inside slurmctld: N pending jobs (default 10000), scored by
-# priority/multifactor and by priority/gputopo on the same local cluster configuration.
+# priority/multifactor and by priority/gputopo side by side in ONE run, on ONE cluster with the
+# same job records.
 #
-#   contrib/bench-priority.sh [--release 22.05.8|24.11.5] [--jobs N] [--periods P] [--slurmdbd]
-#                             [--dir DIR]
+#   contrib/bench-priority.sh [--release 22.05.8|24.11.5] [--jobs N] [--periods P]
+#                             [--rounds R] [--slurmdbd] [--dir DIR]
+#
+# The cluster comes up once (select/gputopo, priority_gputopo.so installed next to the stock
+# plugins) and the N jobs are submitted once. Then, R times, for multifactor and then gputopo:
+# PriorityType is switched in slurm.conf and slurmctld restarted (`cluster.sh restart
+# slurmctld`: the jobs survive in StateSaveLocation), and the plugin is measured on the same
+# records. With one plugin per cluster the two would be measured on different job records and
+# at different times of a shared machine.
 #
 # The metric is CPU time of the recalculation thread ("decay" for multifactor, "gputopo-prio"
 # for gputopo) from /proc/<pid>/task/<tid>/schedstat (ns), over P PriorityCalcPeriods of one
-# minute after all jobs are queued, divided by P. Both threads take the same slurmctld locks
+# minute after slurmctld's start, divided by P. Both threads take the same slurmctld locks
 # (job write, node/partition read) for their pass, so this is also the time the job write lock
 # is held per period. Without slurmdbd (the harness default) multifactor's pass recomputes
 # job factors only, while gputopo also charges/decays its ledger and re-ranks users.
 # 22.05's multifactor starts no recalculation thread at all without slurmdbd (priorities are
 # set at submit only), so compare 22.05 with --slurmdbd (contrib/slurmdbd.sh: MariaDB +
 # slurmdbd; both plugins then decay usage, run Fair Tree and recompute every pending job).
+# The load average is printed with each sample: the figures are only comparable within a run.
 # Needs root; uses contrib/cluster.sh (GPUTOPO_PLUGIN_SO / GPUTOPO_BIN honoured).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-release=22.05.8 jobs=10000 periods=2 dir=/tmp/gputopo-bench-priority dbd=
+release=22.05.8 jobs=10000 periods=2 rounds=1 dir=/tmp/gputopo-bench-priority dbd=
 while [ $# -gt 0 ]; do
   case $1 in
     --release) release=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --periods) periods=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --slurmdbd) dbd=1; shift ;;
     --dir) dir=$2; shift 2 ;;
-    *) echo "usage: $0 [--release R] [--jobs N] [--periods P] [--slurmdbd] [--dir DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--release R] [--jobs N] [--periods P] [--rounds R] [--slurmdbd] [--dir DIR]" >&2; exit 2 ;;
   esac
 done
 extra=$(mktemp)
@@ -49,30 +59,42 @@ thread_ns() { # pid name -> summed on-CPU ns of threads with that comm
   echo $s
 }
 
-run() { # priority thread-name
-  local pr=$1 name=$2 pid t0 t1 s0 s1
-  if [ -n "$dbd" ]; then
-    "$here/slurmdbd.sh" up --release "$release" --dir "$dir" --cluster benchprio >> "$extra"
-  fi
-  "$here/cluster.sh" up --release "$release" --nodes 2 --topology dgx1v --priority "$pr" \
-    --dir "$dir" --extra-conf "$extra" >/dev/null
-  eval "$("$here/cluster.sh" env --dir "$dir")"
-  sbatch -N2 --exclusive --wrap 'sleep 3600' -o /dev/null >/dev/null
-  local i; for i in $(seq "$jobs"); do
-    sbatch -n$((1 + i % 8)) --nice=$((i % 5)) --wrap 'true' -o /dev/null >/dev/null
-  done
-  pid=$(pgrep -f "slurmctld -f $dir/etc/slurm.conf" | head -1)
+cleanup() {
+  "$here/cluster.sh" down --dir "$dir" >/dev/null 2>&1 || true
+  [ -z "$dbd" ] || "$here/slurmdbd.sh" down --dir "$dir" >/dev/null 2>&1 || true
+  rm -f "$extra"
+}
+trap cleanup EXIT
+
+if [ -n "$dbd" ]; then
+  "$here/slurmdbd.sh" up --release "$release" --dir "$dir" --cluster benchprio >> "$extra"
+fi
+"$here/cluster.sh" up --release "$release" --nodes 2 --topology dgx1v --priority gputopo \
+  --dir "$dir" --extra-conf "$extra" >/dev/null
+eval "$("$here/cluster.sh" env --dir "$dir")"
+conf=$dir/etc/slurm.conf
+sbatch -N2 --exclusive --wrap 'sleep 36000' -o /dev/null >/dev/null
+# 4 submitters at once: a 10k-job queue in minutes on a small machine.
+seq "$jobs" | xargs -P 4 -I{} sh -c \
+  'i={}; sbatch -n$((1 + i % 8)) --nice=$((i % 5)) --wrap true -o /dev/null >/dev/null'
+queued=$(squeue -h -t PD -o %i | wc -l)
+
+measure() { # priority thread-name -> one result line
+  local pr=$1 name=$2 pid s0 s1 t0 t1 i
+  sed -i "s|^PriorityType=.*|PriorityType=priority/$pr|" "$conf"
+  QUIET=1 "$here/cluster.sh" restart --dir "$dir" slurmctld
+  pid=$(pgrep -f "slurmctld -f $conf" | head -1)
+  for i in $(seq 120); do [ "$(squeue -h -t PD -o %i 2>/dev/null | wc -l)" -ge "$queued" ] && break; sleep 1; done
   sleep 5
   s0=$(thread_ns "$pid" "$name"); t0=$(date +%s)
   sleep $((periods * 60 + 2))
   s1=$(thread_ns "$pid" "$name"); t1=$(date +%s)
-  echo "$release $pr${dbd:+ (slurmdbd)}: $jobs pending jobs, $(( (s1 - s0) / periods / 1000 )) us CPU per recalculation ($periods periods, $((t1 - t0)) s)"
-  "$here/cluster.sh" down --dir "$dir" >/dev/null
-  if [ -n "$dbd" ]; then
-    "$here/slurmdbd.sh" down --dir "$dir"
-    sed -i '/^ClusterName=\|^AccountingStorage/d' "$extra"
-  fi
+  printf '%-12s %8d us CPU per recalculation  (%d periods, %d s, load %s)\n' "$pr" \
+    $(( (s1 - s0) / periods / 1000 )) "$periods" $((t1 - t0)) "$(cut -d' ' -f1-3 /proc/loadavg)"
 }
-run multifactor decay
-run gputopo gputopo-prio
-rm -f "$extra"
+
+echo "Slurm $release${dbd:+ with slurmdbd}: $queued pending jobs on one cluster, both plugins in turn"
+for r in $(seq "$rounds"); do
+  measure multifactor decay
+  measure gputopo gputopo-prio
+done

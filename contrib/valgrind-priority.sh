@@ -6,20 +6,26 @@
 # priority/multifactor and once with priority/gputopo (select/gputopo in both), then print the
 # error summaries side by side: all errors, and errors with a gputopo frame in their stack.
 #
-#   contrib/valgrind-priority.sh [--release 22.05.8|24.11.5] [--dir DIR] [--tasks N]
+#   contrib/valgrind-priority.sh [--release 22.05.8|24.11.5] [--dir DIR] [--tasks N] [--slurmdbd]
+#
+# --slurmdbd adds slurmdbd (contrib/slurmdbd.sh: MariaDB + slurmdbd for DIR, QOS high and low,
+# user root in account acct_a) and a fourth array over two QOS and two partitions
+# (`--qos=high,low`, 24.11 only: one priority per partition x QOS, where slurmctld's split
+# copies hold one per partition).
 #
 # The bar is 0 errors with a gputopo frame. The raw logs stay in DIR/valgrind-PRIORITY.*.log.
 # Needs root and valgrind (Debian package valgrind); uses contrib/cluster.sh
 # (GPUTOPO_PLUGIN_SO / GPUTOPO_BIN honoured). Takes a few minutes: slurmctld runs ~20x slower.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-release=22.05.8 dir=/tmp/gputopo-valgrind-priority tasks=20
+release=22.05.8 dir=/tmp/gputopo-valgrind-priority tasks=20 dbd=
 while [ $# -gt 0 ]; do
   case $1 in
     --release) release=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
     --tasks) tasks=$2; shift 2 ;;
-    *) echo "usage: $0 [--release R] [--dir DIR] [--tasks N]" >&2; exit 2 ;;
+    --slurmdbd) dbd=1; shift ;;
+    *) echo "usage: $0 [--release R] [--dir DIR] [--tasks N] [--slurmdbd]" >&2; exit 2 ;;
   esac
 done
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
@@ -27,6 +33,17 @@ mkdir -p "$dir"
 logs=$dir/vg-logs
 # The same slurm.conf lines as tests/e2e/priority_memory.rs.
 extra=$here/priority-array-load.conf
+if [ -n "$dbd" ]; then
+  conf=$(mktemp); trap 'rm -f "$conf"; "$here/slurmdbd.sh" down --dir "$dir" >/dev/null 2>&1 || true' EXIT
+  cat "$extra" > "$conf"
+  "$here/slurmdbd.sh" up --release "$release" --dir "$dir" --cluster vgprio >> "$conf"
+  echo AccountingStorageEnforce=associations >> "$conf"
+  case $release in 22.05.8) sbin=/usr/bin ;; *) sbin=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$release/bin ;; esac
+  mgr() { SLURM_CONF=$dir.dbd/slurm.conf "$sbin/sacctmgr" -i "$@" >/dev/null; }
+  mgr add qos high priority=100; mgr add qos low priority=10
+  mgr add account acct_a; mgr add user root account=acct_a qos=normal,high,low
+  extra=$conf
+fi
 
 # errors LOG... -> "total in_gputopo": memcheck error reports (a "==PID== <kind>" line of one
 # of memcheck's error kinds, then its stack up to the next blank "==PID== " line), and those
@@ -55,12 +72,18 @@ run() { # priority -> prints "total in_gputopo valgrind_summary_total"
   a1=$(sbatch --parsable -p p1,p2 --array=0-"$tasks"%3 -n1 --wrap 'sleep 1' -o /dev/null)
   a2=$(sbatch --parsable -p p3,p2,p1 --array=0-"$tasks"%3 -n1 --wrap 'sleep 1' -o /dev/null)
   a3=$(sbatch --parsable -p p2,p3 --array=0-"$tasks"%2 -n1 --wrap 'sleep 1' -o /dev/null)
+  if [ -n "$dbd" ] && [ "$release" != 22.05.8 ]; then
+    a3=$a3,$(sbatch --parsable -A acct_a --qos=high,low -p p1,p2 --array=0-"$tasks"%2 -n1 --wrap 'sleep 1' -o /dev/null)
+  fi
   for i in $(seq 120); do
+    [ -z "$dbd" ] || scontrol release "${a3#*,}" >/dev/null 2>&1 || true
     left=$(squeue -h -r -o %i -j "$a1" 2>/dev/null | wc -l)
     [ "$left" -le $((tasks - 3)) ] && break; sleep 1
   done
-  scontrol update jobid="$a3" partition=p1,p3 >/dev/null 2>&1 || true
+  scontrol update jobid="${a3%%,*}" partition=p1,p3 >/dev/null 2>&1 || true
   for i in $(seq 600); do
+    # 24.11 holds the rest of a multi-QOS array whenever it splits one off (stock too).
+    [ -z "$dbd" ] || scontrol release "${a3#*,}" >/dev/null 2>&1 || true
     left=$(squeue -h -r -o %i -j "$a1,$a2,$a3" 2>/dev/null | wc -l) || left=1
     [ "$left" -eq 0 ] && break; sleep 1
   done
@@ -73,7 +96,7 @@ run() { # priority -> prints "total in_gputopo valgrind_summary_total"
   count_errors "$logs.$pr"/vg.*.log
 }
 
-echo "Slurm $release, slurmctld under valgrind memcheck, 3 multi-partition arrays of $((tasks + 1)) tasks" >&2
+echo "Slurm $release, slurmctld under valgrind memcheck, 3 multi-partition arrays${dbd:+ and slurmdbd (24.11: 1 multi-QOS array)} of $((tasks + 1)) tasks" >&2
 m=$(run multifactor)
 g=$(run gputopo)
 read -r mt mg ms <<< "$m"

@@ -12,8 +12,6 @@
 //! plugin does not load, so `init` must stay trivial there). The math is
 //! [`gputopo_core::priority`]; [`state`] holds config and ledger; [`recalc`] is the loop.
 
-#![deny(clippy::multiple_unsafe_ops_per_block)]
-
 pub mod recalc;
 pub mod state;
 
@@ -27,8 +25,8 @@ use crate::slurm::EntryPtr;
 use crate::slurm::conf::in_slurmctld;
 use crate::slurm::prio::{self, job::JobRecord, sprio};
 #[cfg(priority_abi = "22.05")]
-use crate::slurm::prio::{CtldLock, CtldLocks};
-use state::{STATE, compute};
+use crate::slurm::prio::{CtldLock, CtldLocks, job::JobsLocked};
+use state::{STATE, Scratch, compute};
 
 /// The priority role.
 pub static ROLE: PriorityRole = PriorityRole;
@@ -116,7 +114,8 @@ fn set(_last_prio: u32, job: Option<EntryPtr<'_, ffi::job_record_t>>) -> Result<
     let ext = STATE.ext.lock().unwrap_or_else(PoisonError::into_inner);
     let ext = if STATE.with_dbd() { None } else { ext.as_ref() };
     let _assoc = prio::AssocLock::acquire(false, false);
-    let p = compute(&mut job, &cfg, ext, now());
+    let mut scratch = Scratch::read();
+    let p = compute(&mut job, &cfg, ext, now(), &mut scratch);
     log::debug!("initial priority for job {} is {p}", job.id());
     Ok(p)
 }
@@ -178,7 +177,7 @@ fn thread_start() -> Result<(), PluginError> {
 fn factors_list(uid: u32) -> Result<*mut ffi::xlist, PluginError> {
     let cfg = STATE.config();
     let _assoc = prio::AssocLock::acquire(false, false);
-    Ok(sprio::factors_list(
+    Ok(sprio::factors_list_under_slurm_lock(
         &cfg,
         uid,
         &sprio::Filter::default(),
@@ -193,12 +192,13 @@ fn factors_list(
     uid: u32,
 ) -> Result<*mut ffi::xlist, PluginError> {
     let cfg = STATE.config();
-    let Some(_ctld) = CtldLock::acquire(CtldLocks::JobNodePartRead) else {
+    let Some(ctld) = CtldLock::acquire(CtldLocks::JobNodePartRead) else {
         return Ok(std::ptr::null_mut());
     };
     let filter = sprio::Filter::from_entry(req);
     let _assoc = prio::AssocLock::acquire(false, false);
-    Ok(sprio::factors_list(&cfg, uid, &filter, now()))
+    let jobs = JobsLocked::new(&ctld);
+    Ok(sprio::factors_list(&jobs, &cfg, uid, &filter, now()))
 }
 
 #[cfg(priority_abi = "22.05")]

@@ -258,11 +258,13 @@ impl JobGres<'_> {
             };
             js.gres_bit_select = array.cast();
         }
+        let slot = js.gres_bit_select.wrapping_add(node.0);
         // SAFETY: gres_bit_select now has total_node_cnt entries and node.0 < total_node_cnt.
-        let slot = unsafe { &mut *js.gres_bit_select.add(node.0) };
+        let slot = unsafe { &mut *slot };
+        let current = *slot;
         // SAFETY: the slot is null or a live bitmap owned by this job gres state.
         let fits =
-            unsafe { BitmapRef::<GpuIndex>::from_raw(*slot) }.is_some_and(|b| b.len() == width);
+            unsafe { BitmapRef::<GpuIndex>::from_raw(current) }.is_some_and(|b| b.len() == width);
         if !fits {
             if !slot.is_null() {
                 // SAFETY: a bitmap from Slurm's allocator owned by this state (bit_free

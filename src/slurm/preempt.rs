@@ -83,7 +83,9 @@ thread_local! {
 /// `list_sort` comparator: by the position [`reorder`] planned (unknown records last).
 unsafe extern "C" fn by_position(x: *mut c_void, y: *mut c_void) -> c_int {
     // SAFETY: list_sort passes pointers to two element slots of the list being sorted.
-    let (a, b) = unsafe { (*(x as *const usize), *(y as *const usize)) };
+    let a = unsafe { *(x as *const usize) };
+    // SAFETY: as above.
+    let b = unsafe { *(y as *const usize) };
     POSITION.with(|p| {
         let p = p.borrow();
         let pa = p.get(&a).copied().unwrap_or(usize::MAX);

@@ -169,8 +169,9 @@ pub fn gputopo_bin() -> PathBuf {
         })
 }
 
-/// The cluster directory [`Cluster::up`] uses: `GPUTOPO_E2E_DIR`, else one derived from the
-/// target directory. Services that live beside a cluster (slurmdbd) derive their own from it.
+/// The directory [`Cluster::up`] runs its cluster in: `GPUTOPO_E2E_DIR`, else one derived from
+/// the target dir. Everything of a test that must not clash with a test running at the same
+/// time in another shard (ports, sockets, a slurmdbd's MariaDB) is derived from it.
 pub fn cluster_dir() -> PathBuf {
     std::env::var("GPUTOPO_E2E_DIR").map_or_else(
         |_| {

@@ -13,7 +13,7 @@
 //! slurmctld, which the test sees as a controller that stopped answering or jobs that never
 //! finish.
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled};
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, release};
 use std::time::Duration;
 
 /// Partitions p1..p3 and priority weights, shared with contrib/valgrind-priority.sh.
@@ -22,6 +22,16 @@ const EXTRA: &str = include_str!("../../contrib/priority-array-load.conf");
 /// slurmctld under glibc's heap checker (aborts on a detected corruption).
 pub const HEAP_CHECK_PREFIX: &str = "env GLIBC_TUNABLES=glibc.malloc.check=3 \
      LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0";
+
+/// Array tasks (and records) left in the queue; MAX while slurmctld does not answer.
+fn tasks_left(c: &Cluster) -> usize {
+    let out = c.run("squeue", &["-h", "-r", "-o", "%i"]);
+    if out.status.success() {
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    } else {
+        usize::MAX
+    }
+}
 
 fn alive(c: &Cluster) -> bool {
     let out = c.run("scontrol", &["ping"]);
@@ -55,15 +65,7 @@ fn multi_partition_arrays_keep_the_heap_intact() {
     ];
     // Let a few tasks split off and several passes run, then move the third array's pending
     // record to other partitions (slurmctld frees its priority_array; glibc checks it).
-    // Array tasks (and records) left in the queue; MAX while slurmctld does not answer.
-    let left = || {
-        let out = c.run("squeue", &["-h", "-r", "-o", "%i"]);
-        if out.status.success() {
-            String::from_utf8_lossy(&out.stdout).lines().count()
-        } else {
-            usize::MAX
-        }
-    };
+    let left = || tasks_left(&c);
     c.wait_until("the first tasks to finish", WAIT, || {
         left() <= 31 + 31 + 21 - 4
     });
@@ -108,4 +110,50 @@ fn multi_partition_arrays_keep_the_heap_intact() {
             .any(|l| l.starts_with("PriorityType") && l.contains("priority/gputopo")),
         "priority/gputopo is the priority plugin"
     );
+}
+
+/// The slurmdbd half of item 1, run on the gputopo cluster of
+/// `priority::with_slurmdbd_every_factor_matches_multifactor` (slurmctld under
+/// [`HEAP_CHECK_PREFIX`], MinJobAge=2) once its parity checks are done: a job array over two
+/// QOS (24.11: one priority per partition × QOS; slurmctld's split copies of the pending record
+/// hold only one per partition, which the recalculation used to read past) and two
+/// partitions, at most two tasks at a time, a slurmctld restart while it is split (a final
+/// pass and a start pass over the copies), then the purge of the finished records. 22.05 has no
+/// multi-QOS jobs: the same array over the two partitions.
+///
+/// 24.11.5 holds the pending rest of a multi-QOS array (priority 0, JobHeldAdmin) whenever it
+/// splits a task off, with stock multifactor too; the test releases it while it waits, so the
+/// array is split over and over as the multi-partition ones are.
+pub fn multi_qos_arrays_keep_the_heap_intact(c: &Cluster) {
+    let _ = c.run("scancel", &["--user=root"]);
+    let multi_qos = release() != "22.05.8";
+    let mut args = vec!["-A", "acct_b", "-p", "hi,lo", "--array=0-9%2", "-n1"];
+    if multi_qos {
+        args.extend(["--qos=high,low"]);
+    }
+    args.extend(["--wrap", "sleep 1"]);
+    let array = c.sbatch(&args);
+    let id = array.to_string();
+    let left = || {
+        if multi_qos {
+            let _ = c.run("scontrol", &["release", &id]);
+        }
+        tasks_left(c)
+    };
+    c.wait_until("the first array tasks to finish", WAIT, || left() <= 8);
+    c.restart_slurmctld();
+    assert!(alive(c), "slurmctld restarted under the heap checker");
+    c.wait_until(
+        "every array task to finish (slurmctld aborts on heap corruption)",
+        Duration::from_secs(90),
+        || !alive(c) || left() == 0,
+    );
+    c.wait_until("the finished array records to be purged", WAIT, || {
+        !alive(c) || !c.run("scontrol", &["show", "job", &id]).status.success()
+    });
+    assert!(alive(c), "slurmctld died under the heap checker");
+    let log = c.slurmctld_log();
+    for bad in ["malloc()", "free()", "corrupted", "double free"] {
+        assert!(!log.contains(bad), "slurmctld.log mentions {bad:?}");
+    }
 }

@@ -9,7 +9,10 @@
 //!
 //! - [`config`]: weights, `PriorityFlags` bits, the release whose behaviour to reproduce.
 //! - [`multifactor`]: the per-job factors, the weighted sum, clamping and the per-partition ×
-//!   per-QOS priority array (`_get_priority_internal` / `set_priority_factors`).
+//!   per-QOS priority array (`_get_priority_internal` / `set_priority_factors`);
+//!   [`job_input`] what it reads (borrowed, so a pass allocates nothing per job).
+//! - [`recalc`]: the rules of one recalculation pass (which jobs are scored, charged, listed
+//!   by sprio; eligible time; charge windows; array length).
 //! - [`fair_tree`]: Fair Tree ranking (`fair_tree.c`) over an association tree.
 //! - [`classic`]: classic fair share (`_set_usage_efctv`, DEPTH_OBLIVIOUS, `calc_fs_factor`).
 //! - [`ledger`]: gputopo's usage ledger (GPU-seconds and TRES billing per account/user with
@@ -26,9 +29,11 @@ pub mod classic;
 pub mod config;
 pub mod fair_tree;
 pub mod gpu_count;
+pub mod job_input;
 pub mod ledger;
 pub mod ledger_file;
 pub mod multifactor;
+pub mod recalc;
 pub mod reset;
 
 pub use config::{Flags, PriorityConfig, Release, Weights};
@@ -36,7 +41,7 @@ pub use fair_tree::{AssocId, AssocNode, AssocTree};
 pub use ledger::{Ledger, LedgerError, UsageCharge};
 pub use multifactor::{
     AssocInput, ClusterInput, JobInput, JobPriority, PartitionInput, QosInput, WeightedFactors,
-    job_priority,
+    job_priority, job_priority_into,
 };
 
 /// Slurm's `NO_VAL` (32-bit "not set").

@@ -12,9 +12,11 @@ use std::thread::JoinHandle;
 
 use gputopo_core::priority::ledger::{Ledger, UNVERIFIED_ACCOUNT, UsageCharge, UsageWeights};
 use gputopo_core::priority::ledger_file;
-use gputopo_core::priority::{Flags, PriorityConfig, job_priority};
+use gputopo_core::priority::recalc::{array_len, eligible_time, ledger_charge_secs};
+use gputopo_core::priority::{ClusterInput, Flags, JobPriority, PriorityConfig, job_priority_into};
 
-use crate::slurm::prio::{self, job::JobRecord};
+use crate::slurm::prio::job::{InputBuf, JobRecord};
+use crate::slurm::prio::{self};
 
 /// gputopo's extension state (used only without slurmdbd).
 #[derive(Debug)]
@@ -31,6 +33,9 @@ pub struct Extension {
     /// The next charging pass is the first of its loop (after a start or reconfigure), when
     /// `PriorityUsageResetPeriod=NOW` clears usage, as multifactor's decay thread does.
     pub loop_start: bool,
+    /// Users with pending jobs, gathered by the pass's walk (kept between passes for its
+    /// allocation).
+    pub pending: BTreeSet<u32>,
 }
 
 /// Everything the role keeps between calls.
@@ -169,6 +174,7 @@ pub fn load_extension(now: i64) -> Extension {
         dir,
         gpu_index: prio::gpu_tres_index(),
         loop_start: true,
+        pending: BTreeSet::new(),
     }
 }
 
@@ -206,19 +212,11 @@ impl Extension {
     /// ledger's last decay, from the job's own start/end times, so a job that started and
     /// ended between two passes is charged in full and none is charged twice.
     pub fn charge(&mut self, job: &JobRecord<'_>, until: i64, tres_cnt: usize) {
-        let (start, end, _) = job.run_times();
-        if start == 0 {
+        let Some(run_secs) =
+            ledger_charge_secs(job.charge_times(), self.ledger.last_decay(), until)
+        else {
             return;
-        }
-        let until = if job.is_running() || end <= 0 {
-            until
-        } else {
-            end.min(until)
         };
-        let from = start.max(self.ledger.last_decay());
-        if until <= from {
-            return;
-        }
         let gpus = self
             .gpu_index
             .and_then(|i| job.tres_alloc(i, tres_cnt))
@@ -228,13 +226,15 @@ impl Extension {
             user: job.user_id().to_string(),
             gpus,
             billing: job.billable_tres(),
-            run_secs: (until - from) as f64,
+            run_secs,
         });
     }
 
-    /// Recomputes the fair-share factors for every ledger entry plus the `pending` users.
-    pub fn refresh_fairshare(&mut self, pending: &BTreeSet<u32>) {
-        let names: Vec<String> = pending.iter().map(u32::to_string).collect();
+    /// Recomputes the fair-share factors for every ledger entry plus the [`Self::pending`]
+    /// users (then forgets those for the next walk).
+    pub fn refresh_fairshare(&mut self) {
+        let names: Vec<String> = self.pending.iter().map(u32::to_string).collect();
+        self.pending.clear();
         let extra = names.iter().map(|u| (UNVERIFIED_ACCOUNT, u.as_str()));
         self.fairshare = self
             .ledger
@@ -263,13 +263,39 @@ impl Extension {
     }
 }
 
+/// What one pass reads from slurmctld once for all its jobs, and the buffers every job's
+/// computation reuses (so a pass allocates nothing per job).
+#[derive(Debug)]
+pub struct Scratch<'a> {
+    tres_cnt: usize,
+    cluster: ClusterInput,
+    last_part_update: i64,
+    input: InputBuf<'a>,
+    out: JobPriority,
+}
+
+impl Scratch<'_> {
+    /// Reads the slurmctld globals the formula needs (TRES count, cluster size, partition
+    /// update time). Caller holds the node and partition read locks.
+    pub fn read() -> Self {
+        Scratch {
+            tres_cnt: prio::tres_count(),
+            cluster: prio::cluster(),
+            last_part_update: prio::last_part_update(),
+            input: InputBuf::default(),
+            out: JobPriority::default(),
+        }
+    }
+}
+
 /// Computes and stores one job's priority; returns it (multifactor's `_get_priority_internal`).
 /// `ext` is `None` with slurmdbd (association fair share and accrue time are used as is).
-pub fn compute(
-    job: &mut JobRecord<'_>,
+pub fn compute<'a>(
+    job: &mut JobRecord<'a>,
     cfg: &PriorityConfig,
     ext: Option<&Extension>,
     now: i64,
+    s: &mut Scratch<'a>,
 ) -> u32 {
     if job.input_is_direct() {
         job.clear_factors();
@@ -281,55 +307,39 @@ pub fn compute(
         return 0;
     }
     job.sort_partitions();
-    let tres_cnt = prio::tres_count();
     let (accrue, fairshare) = match ext {
         Some(ext) => {
             let (submit, begin) = job.submit_and_begin();
-            let eligible = if cfg.flags.has(Flags::ACCRUE_ALWAYS) {
-                submit
-            } else {
-                begin
-            };
-            (Some(eligible), ext.fairshare_of(job.user_id()))
+            (
+                Some(eligible_time(cfg.flags, submit, begin)),
+                ext.fairshare_of(job.user_id()),
+            )
         }
         None => (
             None,
             job.assoc_fs_factor(cfg.flags.has(Flags::FAIR_TREE), cfg.damp_factor),
         ),
     };
-    let mut input = job.input(tres_cnt, accrue, fairshare);
-    if ext.is_some() && input.assoc.is_none() {
-        // No associations without slurmdbd: the ledger's factor stands in for the association's.
-        input.assoc = Some(gputopo_core::priority::AssocInput {
-            fairshare,
-            ..Default::default()
-        });
+    {
+        let mut input = job.input(s.tres_cnt, accrue, fairshare, &mut s.input);
+        if ext.is_some() && input.assoc.is_none() {
+            // No associations without slurmdbd: the ledger's factor stands in for the
+            // association's.
+            input.assoc = Some(gputopo_core::priority::AssocInput {
+                fairshare,
+                ..Default::default()
+            });
+        }
+        let len = array_len(cfg.release, input.partitions.len(), input.qos_list.len());
+        let prev = len.and_then(|n| job.current_array(n, s.last_part_update));
+        job_priority_into(cfg, s.cluster, &input, now, prev, &mut s.out);
     }
-    let len = array_len(cfg, &input);
-    let last_part_update = prio::last_part_update();
-    let prev = len.and_then(|n| job.current_array(n, last_part_update));
-    let res = job_priority(cfg, prio::cluster(), &input, now, prev.as_deref());
-    if res.clamped {
+    if s.out.clamped {
         log::error!(
             "job {} priority exceeds 32 bits, reduced to 4294967295",
             job.id()
         );
     }
-    job.store(&res, cfg.tres_weights.as_deref(), now, last_part_update);
-    res.priority
-}
-
-fn array_len(cfg: &PriorityConfig, input: &gputopo_core::priority::JobInput) -> Option<usize> {
-    use gputopo_core::priority::Release;
-    match cfg.release {
-        Release::V22_05 => (!input.partitions.is_empty()).then(|| input.partitions.len() + 1),
-        Release::V24_11 => {
-            let parts = input.partitions.len().max(1);
-            if input.partitions.is_empty() && input.qos_list.is_empty() {
-                None
-            } else {
-                Some(parts * input.qos_list.len().max(1))
-            }
-        }
-    }
+    job.store(&s.out, cfg.tres_weights.as_deref(), now, s.last_part_update);
+    s.out.priority
 }

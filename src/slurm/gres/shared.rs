@@ -176,11 +176,13 @@ impl JobGres<'_> {
         // SAFETY: the job gres state is live and only the hook touches it during the select
         // call (see `job_requests`).
         let js = unsafe { &mut *self.js };
+        let row = js.gres_per_bit_select.wrapping_add(node.0);
         // SAFETY: checked above: the array and its row exist, with shares.len() entries.
-        let row = unsafe { *js.gres_per_bit_select.add(node.0) };
+        let row = unsafe { *row };
         for (t, s) in shares.iter().enumerate() {
+            let slot = row.wrapping_add(t);
             // SAFETY: t < shares.len() = the row's length.
-            unsafe { *row.add(t) = *s };
+            unsafe { *slot = *s };
         }
     }
 }

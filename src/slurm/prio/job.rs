@@ -6,18 +6,21 @@
 //! `job_ptr->priority`. The release differences are absorbed here (`cfg(priority_abi)`).
 
 use std::ffi::CStr;
-use std::ptr;
 
 use gputopo_core::priority::gpu_count::{GpuRequest, charged_gpus};
+use gputopo_core::priority::recalc::{JobState, RunTimes};
 use gputopo_core::priority::{
     AssocInput, JobInput, NO_CONSUME_VAL64, PartitionInput, QosInput, WeightedFactors,
 };
 
-use super::xmalloc::{capacity, read_array};
+use super::xmalloc::{borrow_array, capacity, read_array};
 use crate::ffi;
 use crate::slurm::list::ListRef;
 
+mod walk;
 mod write;
+
+pub use walk::{JobBuf, JobsLocked, Kept};
 
 /// `prio_factors`' type: flat object in 22.05, `priority_factors_t` from 23.02.
 #[cfg(priority_abi = "22.05")]
@@ -84,7 +87,7 @@ impl<'a> JobRecord<'a> {
     /// # Safety
     /// `job` is a live `job_record_t` and the caller holds the slurmctld job write lock (or
     /// read lock for read-only use) for `'a`.
-    pub unsafe fn from_raw(job: *mut ffi::job_record_t) -> Option<JobRecord<'a>> {
+    unsafe fn from_raw(job: *mut ffi::job_record_t) -> Option<JobRecord<'a>> {
         // SAFETY: caller contract.
         unsafe { job.as_mut() }.map(|job| JobRecord { job })
     }
@@ -269,26 +272,56 @@ impl<'a> JobRecord<'a> {
         charged_gpus(allocated, &requests)
     }
 
-    /// The part of the record multifactor reads. `accrue_override` replaces
+    /// The state bits the pass's rules look at ([`gputopo_core::priority::recalc`]).
+    pub fn state(&self) -> JobState {
+        JobState {
+            pending: self.is_pending(),
+            running: self.is_running(),
+            finished: self.is_finished(),
+            ending: self.is_ending(),
+            power_up: self.is_power_up(),
+            revoked: self.is_revoked(),
+            priority: self.job.priority,
+        }
+    }
+
+    /// `start_time`/`end_time` and whether it runs, as the ledger charges them.
+    pub fn charge_times(&self) -> RunTimes {
+        RunTimes {
+            start: self.job.start_time,
+            end: self.job.end_time,
+            running: self.is_running(),
+        }
+    }
+
+    /// The part of the record multifactor reads, borrowing the record's arrays (no copy, no
+    /// allocation: `buf` holds the partition and QOS lists of multi-partition/QOS jobs and
+    /// keeps its capacity from job to job). `accrue_override` replaces
     /// `details->accrue_time` (gputopo's age-from-eligible-time extension); `fairshare` is the
     /// unweighted fair-share factor for this job's association.
-    pub fn input(&self, tres_cnt: usize, accrue_override: Option<i64>, fairshare: f64) -> JobInput {
+    pub fn input<'b>(
+        &'b self,
+        tres_cnt: usize,
+        accrue_override: Option<i64>,
+        fairshare: f64,
+        buf: &'b mut InputBuf<'a>,
+    ) -> JobInput<'b> {
         let d = self.details();
         let job = &*self.job;
+        buf.partitions.clear();
+        buf.qos.clear();
         // SAFETY: part/qos/assoc records outlive jobs referencing them (part/assoc read locks).
         let part = unsafe { job.part_ptr.as_ref() }.map(|p| partition(p, tres_cnt));
-        let mut partitions = Vec::new();
         // SAFETY: part_ptr_list holds part_record_t pointers (job lock + part read lock).
         if let Some(list) = unsafe { ListRef::<ffi::part_record_t>::from_raw(job.part_ptr_list) } {
-            partitions = list.iter().map(|p| partition(p, tres_cnt)).collect();
+            buf.partitions
+                .extend(list.iter().map(|p| partition(p, tres_cnt)));
         }
         #[cfg(not(priority_abi = "22.05"))]
         // SAFETY: qos_list holds slurmdb_qos_rec_t pointers (assoc_mgr QOS read lock by caller).
-        let qos_list = unsafe { ListRef::<ffi::slurmdb_qos_rec_t>::from_raw(job.qos_list) }
-            .map(|l| l.iter().map(qos).collect())
-            .unwrap_or_default();
-        #[cfg(priority_abi = "22.05")]
-        let qos_list = Vec::new();
+        if let Some(l) = unsafe { ListRef::<ffi::slurmdb_qos_rec_t>::from_raw(job.qos_list) } {
+            buf.qos.extend(l.iter().map(qos));
+        }
         JobInput {
             direct_priority: (job.direct_set_prio != 0).then_some(job.priority),
             accrue_time: accrue_override.unwrap_or_else(|| d.map_or(0, |d| d.accrue_time)),
@@ -298,10 +331,10 @@ impl<'a> JobRecord<'a> {
             min_nodes: d.map_or(1, |d| d.min_nodes),
             time_limit_mins: job.time_limit,
             partition: part,
-            partitions,
+            partitions: &buf.partitions,
             // SAFETY: see above.
             qos: unsafe { job.qos_ptr.as_ref() }.map(qos),
-            qos_list,
+            qos_list: &buf.qos,
             // SAFETY: see above.
             assoc: unsafe { job.assoc_ptr.as_ref() }.map(|a| AssocInput {
                 priority: a.priority,
@@ -317,10 +350,10 @@ impl<'a> JobRecord<'a> {
     }
 
     /// The job's current per-partition/QOS array as the formula's previous values (INCR_ONLY),
-    /// `len` entries: what the allocation holds (by xmalloc's size, never by `len`), zero-padded.
-    /// 24.11 starts from zeros where multifactor reallocates (no array, or partitions changed
-    /// since it was made).
-    pub fn current_array(&self, len: usize, last_part_update: i64) -> Option<Vec<u32>> {
+    /// at most `len` entries: what the allocation holds (by xmalloc's size, never by `len`;
+    /// the core treats missing entries as 0). 24.11 starts from zeros where multifactor
+    /// reallocates (no array, or partitions changed since it was made).
+    pub fn current_array(&self, len: usize, last_part_update: i64) -> Option<&[u32]> {
         #[cfg(priority_abi = "22.05")]
         let arr = {
             let _ = last_part_update;
@@ -330,9 +363,10 @@ impl<'a> JobRecord<'a> {
         // SAFETY: part_prio is null or xmalloc'ed and owned by the job.
         let arr = unsafe { prio_mult(self.job).as_ref() }
             .filter(|p| p.last_update >= last_part_update)
-            .map_or(ptr::null_mut(), |p| p.priority_array);
-        // SAFETY: null or an xmalloc'ed array owned by the job (job lock held).
-        unsafe { read_array(arr, len) }
+            .map_or(std::ptr::null_mut(), |p| p.priority_array);
+        // SAFETY: null or an xmalloc'ed array owned by the job (job lock held while `self` is
+        // borrowed; only `&mut self` methods replace it).
+        unsafe { borrow_array(arr, len) }
     }
 
     /// Sorts `part_ptr_list` by partition tier as 22.05's multifactor does before computing.
@@ -372,13 +406,21 @@ impl<'a> JobRecord<'a> {
     }
 }
 
-fn u64_array(p: *const u64, n: usize) -> Option<Vec<u64>> {
-    // SAFETY: Slurm's TRES arrays are xmalloc'ed (normally slurmctld_tres_cnt entries; read by
-    // their allocated size, not by n).
-    (n > 0).then(|| unsafe { read_array(p, n) }).flatten()
+/// Buffers [`JobRecord::input`] fills for multi-partition and multi-QOS jobs; one per pass,
+/// reused for every job.
+#[derive(Debug, Default)]
+pub struct InputBuf<'a> {
+    partitions: Vec<PartitionInput<'a>>,
+    qos: Vec<QosInput>,
 }
 
-fn partition(p: &ffi::part_record_t, tres_cnt: usize) -> PartitionInput {
+fn u64_array<'a>(p: *const u64, n: usize) -> Option<&'a [u64]> {
+    // SAFETY: Slurm's TRES arrays are xmalloc'ed (normally slurmctld_tres_cnt entries; read by
+    // their allocated size, not by n) and owned by records that live while the lock is held.
+    (n > 0).then(|| unsafe { borrow_array(p, n) }).flatten()
+}
+
+fn partition<'a>(p: &'a ffi::part_record_t, tres_cnt: usize) -> PartitionInput<'a> {
     PartitionInput {
         priority_job_factor: p.priority_job_factor,
         norm_priority: p.norm_priority,
@@ -402,40 +444,6 @@ pub fn job_list_exists() -> bool {
         // SAFETY: `list_t *job_list` in slurmctld; a pointer-sized read.
         !unsafe { p.cast::<*mut ffi::xlist>().as_ptr().read() }.is_null()
     })
-}
-
-/// Every record of slurmctld's `job_list`, as raw pointers (so records can be mutated without
-/// going through a shared reference). Empty outside slurmctld.
-///
-/// # Safety
-/// The caller holds the slurmctld job lock (write for mutation) until it has used the pointers.
-pub unsafe fn job_list() -> Vec<*mut ffi::job_record_t> {
-    let list = crate::slurm::ctld::JOB_LIST
-        .address()
-        .map_or(ptr::null_mut(), |p| {
-            // SAFETY: `list_t *job_list` in slurmctld.
-            unsafe { p.cast::<*mut ffi::xlist>().as_ptr().read() }
-        });
-    let mut out = Vec::new();
-    if list.is_null() {
-        return out;
-    }
-    // SAFETY: live list (job lock held); destroyed below.
-    let it = unsafe { ffi::slurm_list_iterator_create(list) };
-    if it.is_null() {
-        return out;
-    }
-    loop {
-        // SAFETY: live iterator.
-        let e = unsafe { ffi::slurm_list_next(it) };
-        if e.is_null() {
-            break;
-        }
-        out.push(e.cast());
-    }
-    // SAFETY: created above, destroyed once.
-    unsafe { ffi::slurm_list_iterator_destroy(it) };
-    out
 }
 
 /// `NO_CONSUME_VAL64` (slurm.h); it and the two values above it mark "no count".

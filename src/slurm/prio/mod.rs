@@ -2,15 +2,15 @@
 //!
 //! - this file: `slurm_conf` → [`PriorityConfig`], slurmctld-only globals and locks (resolved
 //!   through [`crate::slurm::ctld`]), assoc_mgr locks, the `long double` shim.
-//! - [`job`]: reading a `job_record_t` into the core's [`JobInput`](gputopo_core::priority::JobInput)
-//!   and writing priority, factors and the per-partition/QOS array back (xmalloc'ed).
+//! - [`job`]: a `job_record_t` as a borrowed [`JobInput`](gputopo_core::priority::JobInput)
+//!   (Slurm's arrays, no copy) and the write-back of priority, factors and the
+//!   per-partition/QOS array (xmalloc'ed); `job_list` only through the lock-scoped
+//!   [`job::JobsLocked`] (typed views that cannot outlive the lock, no raw pointers above).
 //! - [`sprio`]: building the `priority_factors_object_t` list `sprio` receives.
 //!
 //! Lock discipline: only the priority recalculation thread (`src/plugin/priority/recalc.rs`) and
 //! `priority_p_recover`/22.05's factor list call [`CtldLock::acquire`]; entry points that Slurm
 //! calls with locks held (`priority_p_set`, `priority_p_job_end`, 24.11's factor list) never do.
-
-#![deny(clippy::multiple_unsafe_ops_per_block)]
 
 pub mod assoc;
 pub mod job;

@@ -12,9 +12,10 @@ use std::ffi::{CStr, c_void};
 use std::ptr;
 
 use gputopo_core::priority::multifactor::sprio_row;
-use gputopo_core::priority::{Flags, PartitionInput, PriorityConfig, QosInput, WeightedFactors};
+use gputopo_core::priority::recalc::{eligible_time, listed};
+use gputopo_core::priority::{PartitionInput, PriorityConfig, QosInput, WeightedFactors};
 
-use super::job::JobRecord;
+use super::job::{InputBuf, JobRecord, JobsLocked};
 use super::xmalloc::xcalloc;
 use crate::ffi;
 use crate::slurm::list::ListRef;
@@ -91,42 +92,37 @@ fn name(p: *const std::ffi::c_char) -> String {
     }
 }
 
-/// Builds the factor list from every job. Caller holds the job, node and partition read locks.
-/// Returns null when no job qualifies (as multifactor does).
-pub fn factors_list(cfg: &PriorityConfig, uid: u32, filter: &Filter, now: i64) -> *mut ffi::xlist {
+/// Builds the factor list from every job. `jobs` proves the job lock; the caller also holds
+/// the node and partition read locks. Returns null when no job qualifies (as multifactor
+/// does).
+pub fn factors_list(
+    jobs: &JobsLocked<'_>,
+    cfg: &PriorityConfig,
+    uid: u32,
+    filter: &Filter,
+    now: i64,
+) -> *mut ffi::xlist {
     let tres_cnt = super::tres_count();
     let private = super::private_jobs() && !super::is_operator(uid);
     // SAFETY: slurm's destructor for these objects; list freed by the caller (FREE_NULL_LIST).
     let list = unsafe { ffi::slurm_list_create(Some(ffi::slurm_destroy_priority_factors_object)) };
     let mut count = 0usize;
-    // SAFETY: caller holds the job read lock while we read records.
-    for raw in unsafe { super::job::job_list() } {
-        // SAFETY: element of job_list, lock held.
-        let Some(job) = (unsafe { JobRecord::from_raw(raw) }) else {
-            continue;
-        };
-        if !cfg.flags.has(Flags::CALCULATE_RUNNING) && !job.is_pending() || job.is_revoked() {
-            continue;
-        }
+    jobs.for_each(|job| {
         let (submit, begin) = job.submit_and_begin();
-        let use_time = if cfg.flags.has(Flags::ACCRUE_ALWAYS) {
-            submit
-        } else {
-            begin
-        };
-        if use_time == 0 || use_time > now || job.priority() == 0 || !job.has_details() {
-            continue;
+        let eligible = eligible_time(cfg.flags, submit, begin);
+        if !listed(cfg.flags, &job.state(), eligible, now, job.has_details()) {
+            return;
         }
         if private && job.user_id() != uid {
-            continue;
+            return;
         }
         if (!filter.jobs.is_empty() && !filter.jobs.contains(&job.id()))
             || (!filter.users.is_empty() && !filter.users.contains(&job.user_id()))
         {
-            continue;
+            return;
         }
         count += rows(cfg, &job, tres_cnt, filter, list);
-    }
+    });
     if count == 0 {
         let mut l = list;
         // SAFETY: created above and empty.
@@ -135,6 +131,21 @@ pub fn factors_list(cfg: &PriorityConfig, uid: u32, filter: &Filter, now: i64) -
         return l;
     }
     list
+}
+
+/// [`factors_list`] from `priority_p_get_priority_factors_list` (23.02+), which slurmctld
+/// calls with the job, node and partition read locks held (proc_req.c
+/// `_slurm_rpc_get_priority_factors`); call it from nowhere else.
+pub fn factors_list_under_slurm_lock(
+    cfg: &PriorityConfig,
+    uid: u32,
+    filter: &Filter,
+    now: i64,
+) -> *mut ffi::xlist {
+    // SAFETY: this entry point's caller holds the job read lock for the whole call, and the
+    // list only reads records.
+    let jobs = unsafe { JobsLocked::held_by_slurm() };
+    factors_list(&jobs, cfg, uid, filter, now)
 }
 
 /// Appends one job's rows; returns how many.
@@ -146,14 +157,15 @@ fn rows(
     list: *mut ffi::xlist,
 ) -> usize {
     let rec = job.record();
-    let input = job.input(tres_cnt, None, 0.0);
+    let mut buf = InputBuf::default();
+    let input = job.input(tres_cnt, None, 0.0, &mut buf);
     let stored = job.stored_factors().unwrap_or_default();
     // (partition record, its input, is_multi)
     let mut parts: Vec<(*mut ffi::part_record_t, Option<PartitionInput>)> = Vec::new();
     // SAFETY: part_ptr_list holds part_record_t pointers (part read lock held).
     if let Some(l) = unsafe { ListRef::<ffi::part_record_t>::from_raw(rec.part_ptr_list) } {
         for (p, pin) in l.iter().zip(input.partitions.iter()) {
-            parts.push((p as *const _ as *mut _, Some(pin.clone())));
+            parts.push((p as *const _ as *mut _, Some(*pin)));
         }
     } else if !rec.part_ptr.is_null() {
         parts.push((rec.part_ptr, None));

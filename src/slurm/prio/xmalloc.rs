@@ -78,6 +78,24 @@ pub unsafe fn read_array<T: Copy + Default>(p: *const T, len: usize) -> Option<V
     Some(out)
 }
 
+/// The xmalloc'ed array `p` as a slice of at most `len` entries (fewer where the allocation is
+/// shorter: the core reads a missing entry as 0); `None` for null. Never past the allocation,
+/// and no copy: the recalculation borrows Slurm's arrays for every job of every pass.
+///
+/// # Safety
+/// `p` is null or a live allocation of Slurm's allocator that nobody writes or frees for `'a`
+/// (the caller holds the lock that protects it for `'a`).
+pub unsafe fn borrow_array<'a, T>(p: *const T, len: usize) -> Option<&'a [T]> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: caller contract.
+    let have = unsafe { capacity(p) }.min(len);
+    // SAFETY: `have` entries lie inside the allocation (capacity from xmalloc), which lives
+    // and stays unchanged for 'a (caller contract).
+    Some(unsafe { std::slice::from_raw_parts(p, have) })
+}
+
 /// Stores `values` in `*slot`, reallocating unless the current allocation has exactly
 /// `values.len()` entries (so what Slurm later reads by its own count is always in bounds).
 ///

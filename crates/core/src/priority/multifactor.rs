@@ -7,159 +7,29 @@
 //! The caller (plugin or simulator) supplies already computed association inputs (the fair-share
 //! factor comes from [`super::fair_tree`], [`super::classic`] or [`super::ledger`]).
 
+//!
+//! Allocation-free: [`job_priority_into`] writes into a [`JobPriority`] the caller reuses for
+//! every job of a pass (its TRES and array buffers keep their capacity), and the inputs borrow
+//! Slurm's arrays ([`super::job_input`]).
+
+pub use super::job_input::{
+    AssocInput, ClusterInput, JobInput, JobPriority, PartitionInput, QosInput, WeightedFactors,
+};
+
 use super::config::{Flags, PriorityConfig, Release};
-use super::{NICE_OFFSET, NO_CONSUME_VAL64, NO_VAL};
+use super::{NICE_OFFSET, NO_VAL};
 
-/// What multifactor reads from a partition (`part_record_t`).
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct PartitionInput {
-    /// `PriorityJobFactor`.
-    pub priority_job_factor: u16,
-    /// `norm_priority` = `PriorityJobFactor / max(PriorityJobFactor)` (set by slurmctld).
-    pub norm_priority: f64,
-    /// `MaxTime` in minutes (`INFINITE` = 0xffffffff).
-    pub max_time_mins: u32,
-    /// The partition's TRES totals (`tres_cnt`), indexed like the cluster's TRES table.
-    pub tres_cnt: Option<Vec<u64>>,
-}
-
-impl PartitionInput {
-    /// `norm_priority` as slurmctld computes it (`_calc_part_norm_prio`/`read_config.c`).
-    pub fn normalised(priority_job_factor: u16, max_job_factor: u16) -> f64 {
-        if max_job_factor == 0 {
-            0.0
-        } else {
-            f64::from(priority_job_factor) / f64::from(max_job_factor)
-        }
-    }
-}
-
-/// What multifactor reads from a QOS (`slurmdb_qos_rec_t`).
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct QosInput {
-    /// `priority`.
-    pub priority: u32,
-    /// `usage->norm_priority` = priority / max QOS priority (set by assoc_mgr).
-    pub norm_priority: f64,
-}
-
-/// What multifactor reads from the job's association.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct AssocInput {
-    /// `priority` (raw).
-    pub priority: u32,
-    /// `usage->priority_norm` = priority / max association priority.
-    pub priority_norm: f64,
-    /// The unweighted fair-share factor in [0, 1]: Fair Tree's `fs_factor` or classic
-    /// `calc_fs_factor(usage_efctv, shares_norm)`; 0 when fair share is not computed.
-    pub fairshare: f64,
-}
-
-/// One job, as `set_priority_factors` sees it.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct JobInput {
-    /// `direct_set_prio` with the current priority: `Some(p)` (p > 0) bypasses the formula.
-    pub direct_priority: Option<u32>,
-    /// `details->accrue_time` (0 = not accruing).
-    pub accrue_time: i64,
-    /// `total_cpus` (0 before the first allocation).
-    pub total_cpus: u32,
-    /// `details->max_cpus` (`NO_VAL` = unset).
-    pub max_cpus: u32,
-    /// `details->min_cpus`.
-    pub min_cpus: u32,
-    /// `details->min_nodes`.
-    pub min_nodes: u32,
-    /// `time_limit` in minutes (`NO_VAL` = unset).
-    pub time_limit_mins: u32,
-    /// `part_ptr` (the job's current partition).
-    pub partition: Option<PartitionInput>,
-    /// `part_ptr_list` for multi-partition jobs (already in Slurm's tier order), else empty.
-    pub partitions: Vec<PartitionInput>,
-    /// `qos_ptr`.
-    pub qos: Option<QosInput>,
-    /// `qos_list` for multi-QOS jobs (24.11), else empty.
-    pub qos_list: Vec<QosInput>,
-    /// `assoc_ptr`.
-    pub assoc: Option<AssocInput>,
-    /// `tres_alloc_cnt` (if allocated).
-    pub tres_alloc: Option<Vec<u64>>,
-    /// `tres_req_cnt`.
-    pub tres_req: Option<Vec<u64>>,
-    /// `site_factor` as stored (with `NICE_OFFSET` added).
-    pub site_factor: u32,
-    /// `details->nice` as stored (with `NICE_OFFSET` added).
-    pub nice: u32,
-}
-
-/// Cluster-wide values multifactor reads.
-#[derive(Clone, Copy, Debug, PartialEq, Default)]
-pub struct ClusterInput {
-    /// `cluster_cpus`.
-    pub cpus: u32,
-    /// `active_node_record_count` (24.11) or `node_record_count` (22.05).
-    pub nodes: i32,
-}
-
-/// The factors as multifactor stores them in `job_ptr->prio_factors` after weighting
-/// (what `sprio` prints).
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct WeightedFactors {
-    /// Age × `PriorityWeightAge`.
-    pub age: f64,
-    /// Association × `PriorityWeightAssoc`.
-    pub assoc: f64,
-    /// Fair share × `PriorityWeightFairshare`.
-    pub fairshare: f64,
-    /// Job size × `PriorityWeightJobSize`.
-    pub job_size: f64,
-    /// Partition × `PriorityWeightPartition`.
-    pub partition: f64,
-    /// QOS × `PriorityWeightQOS`.
-    pub qos: f64,
-    /// Per-TRES factor × weight (empty when `PriorityWeightTRES` is unset).
-    pub tres: Vec<f64>,
-    /// Site factor as stored (offset by `NICE_OFFSET`).
-    pub site: u32,
-    /// Nice as stored (offset by `NICE_OFFSET`).
-    pub nice: u32,
-}
-
-impl WeightedFactors {
-    /// Sum of the weighted TRES terms (`_get_tres_prio_weighted`).
-    pub fn tres_sum(&self) -> f64 {
-        self.tres.iter().fold(0.0, |acc, v| acc + v)
-    }
-}
-
-/// The result for one job.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct JobPriority {
-    /// The priority (≥ 1 unless `direct_priority` said otherwise).
-    pub priority: u32,
-    /// The weighted factors (all zero for a directly set priority).
-    pub factors: WeightedFactors,
-    /// Per-partition × per-QOS priorities (`part_prio->priority_array`, 22.05:
-    /// `priority_array`), `None` for single-partition single-QOS jobs.
-    pub array: Option<Vec<u32>>,
-    /// True when the sum exceeded 32 bits and was clamped (multifactor logs an error).
-    pub clamped: bool,
-}
-
-/// The unweighted factors (multifactor's `set_priority_factors`).
+/// The unweighted factors (multifactor's `set_priority_factors`), into `f` (reset first).
 fn unweighted(
     cfg: &PriorityConfig,
     cluster: ClusterInput,
     job: &JobInput,
     now: i64,
-) -> WeightedFactors {
+    f: &mut WeightedFactors,
+) {
     let w = &cfg.weights;
     let flags = cfg.flags;
-    let mut f = WeightedFactors {
-        site: job.site_factor,
-        nice: job.nice,
-        ..Default::default()
-    };
+    f.reset(job.site_factor, job.nice);
 
     if w.age != 0 && job.accrue_time != 0 {
         // `uint32_t diff = start_time - accrue_time` (time_t difference truncated to 32 bits).
@@ -206,9 +76,9 @@ fn unweighted(
         }
     }
     if cfg.tres_weights.is_some() {
-        f.tres = tres_factors(flags, job, job.partition.as_ref(), tres_len(cfg));
+        f.tres.resize(tres_len(cfg), 0.0);
+        fill_tres_factors(&mut f.tres, flags, job, job.partition.as_ref());
     }
-    f
 }
 
 fn tres_len(cfg: &PriorityConfig) -> usize {
@@ -295,32 +165,38 @@ fn job_size(cfg: &PriorityConfig, cluster: ClusterInput, job: &JobInput) -> f64 
 /// which start from a copy of the weighted factors: a multifactor quirk kept on purpose).
 fn fill_tres_factors(out: &mut [f64], flags: Flags, job: &JobInput, part: Option<&PartitionInput>) {
     for (i, slot) in out.iter_mut().enumerate() {
-        let alloc = job.tres_alloc.as_ref().and_then(|a| a.get(i).copied());
-        let value = match alloc {
-            Some(v) if v != NO_CONSUME_VAL64 => v,
-            _ => job
-                .tres_req
-                .as_ref()
-                .and_then(|r| r.get(i).copied())
-                .unwrap_or(0),
-        };
-        if flags.has(Flags::NO_NORMAL_TRES) {
-            *slot = value as f64;
-        } else if let Some(total) = part
-            .and_then(|p| p.tres_cnt.as_ref())
-            .and_then(|t| t.get(i).copied())
-        {
-            if value != 0 && total != 0 {
-                *slot = value as f64 / total as f64;
-            }
+        if let Some(v) = tres_factor(flags, job, part, i) {
+            *slot = v;
         }
     }
 }
 
-fn tres_factors(flags: Flags, job: &JobInput, part: Option<&PartitionInput>, n: usize) -> Vec<f64> {
-    let mut out = vec![0.0; n];
-    fill_tres_factors(&mut out, flags, job, part);
-    out
+/// Entry `i` of `_get_tres_factors`, or `None` where the C code leaves the slot as it was.
+fn tres_factor(
+    flags: Flags,
+    job: &JobInput,
+    part: Option<&PartitionInput>,
+    i: usize,
+) -> Option<f64> {
+    let value = job.tres_value(i);
+    if flags.has(Flags::NO_NORMAL_TRES) {
+        return Some(value as f64);
+    }
+    let total = part
+        .and_then(|p| p.tres_cnt)
+        .and_then(|t| t.get(i).copied())?;
+    (value != 0 && total != 0).then(|| value as f64 / total as f64)
+}
+
+/// The weighted TRES sum of a fresh (all-zero) factor array for `part`, without the array:
+/// the same terms added in the same order as [`fill_tres_factors`] then [`weigh_tres`]
+/// (an untouched slot adds `0 · w = 0`).
+fn weighted_tres_sum(flags: Flags, job: &JobInput, part: &PartitionInput, weights: &[f64]) -> f64 {
+    let mut sum = 0.0;
+    for (i, w) in weights.iter().enumerate() {
+        sum += tres_factor(flags, job, Some(part), i).unwrap_or(0.0) * w;
+    }
+    sum
 }
 
 /// Multiplies each TRES factor by its weight in place and returns the sum.
@@ -361,16 +237,36 @@ pub fn job_priority(
     now: i64,
     prev_array: Option<&[u32]>,
 ) -> JobPriority {
+    let mut out = JobPriority::default();
+    job_priority_into(cfg, cluster, job, now, prev_array, &mut out);
+    out
+}
+
+/// [`job_priority`] into `out`, reusing its buffers: what the plugin calls for every job of a
+/// pass with one `out`, so a pass allocates nothing per job.
+///
+/// `prev_array` may be shorter than the array (Slurm's split copies are): the entries it has
+/// are the previous values, the rest start at 0.
+pub fn job_priority_into(
+    cfg: &PriorityConfig,
+    cluster: ClusterInput,
+    job: &JobInput,
+    now: i64,
+    prev_array: Option<&[u32]>,
+    out: &mut JobPriority,
+) {
+    out.clamped = false;
+    out.array.clear();
     if let Some(p) = job.direct_priority {
         if p > 0 {
-            return JobPriority {
-                priority: p,
-                ..Default::default()
-            };
+            out.priority = p;
+            out.factors.reset(0, 0);
+            return;
         }
     }
     let w = &cfg.weights;
-    let mut f = unweighted(cfg, cluster, job, now);
+    let f = &mut out.factors;
+    unweighted(cfg, cluster, job, now, f);
     f.age *= f64::from(w.age);
     f.assoc *= f64::from(w.assoc);
     f.fairshare *= f64::from(w.fairshare);
@@ -391,13 +287,9 @@ pub fn job_priority(
         + (i64::from(f.site) - i64::from(NICE_OFFSET)) as f64
         - (i64::from(f.nice) - i64::from(NICE_OFFSET)) as f64;
     let (priority, clamped) = clamp_priority(sum);
-    let array = priority_array(cfg, job, &f, prev_array);
-    JobPriority {
-        priority,
-        factors: f,
-        array,
-        clamped,
-    }
+    out.priority = priority;
+    out.clamped = clamped;
+    priority_array(cfg, job, &out.factors, prev_array, &mut out.array);
 }
 
 /// What `decay_apply_weighted_factors` stores: with `INCR_ONLY` only a larger value replaces
@@ -410,50 +302,45 @@ pub fn apply_incr_only(flags: Flags, current: u32, new: u32) -> u32 {
     }
 }
 
-/// The per-partition (× per-QOS in 24.11) priorities, or `None` for a plain job.
+/// The per-partition (× per-QOS in 24.11) priorities into `out` (left empty for a plain job).
 fn priority_array(
     cfg: &PriorityConfig,
     job: &JobInput,
     f: &WeightedFactors,
     prev: Option<&[u32]>,
-) -> Option<Vec<u32>> {
+    out: &mut Vec<u32>,
+) {
     let multi_qos = cfg.release == Release::V24_11 && !job.qos_list.is_empty();
     if job.partitions.is_empty() && !multi_qos {
-        return None;
+        return;
     }
-    let parts: Vec<&PartitionInput> = if job.partitions.is_empty() {
-        job.partition.iter().collect()
+    let parts = if job.partitions.is_empty() {
+        job.partition.as_slice()
     } else {
-        job.partitions.iter().collect()
+        job.partitions
     };
-    let qos_slots: Vec<Option<QosInput>> = if multi_qos {
-        job.qos_list.iter().copied().map(Some).collect()
-    } else {
-        vec![None]
-    };
+    let qos_slots = if multi_qos { job.qos_list.len() } else { 1 };
     let len = match cfg.release {
         // 22.05 allocates `list_count + 1` entries; the last one stays 0.
         Release::V22_05 => parts.len() + 1,
-        Release::V24_11 => parts.len() * qos_slots.len(),
+        Release::V24_11 => parts.len() * qos_slots,
     };
-    let mut out = vec![0u32; len];
+    out.clear();
+    out.resize(len, 0);
     if let Some(prev) = prev {
         // An existing array is reused in place (INCR_ONLY compares against it).
-        if prev.len() == len {
-            out.copy_from_slice(prev);
-        }
+        let n = prev.len().min(len);
+        out[..n].copy_from_slice(&prev[..n]);
     }
     let mut i = 0;
     for part in parts {
         let part_tres = match &cfg.tres_weights {
-            Some(weights) => {
-                let mut t = tres_factors(cfg.flags, job, Some(part), weights.len());
-                weigh_tres(&mut t, weights)
-            }
+            Some(weights) => weighted_tres_sum(cfg.flags, job, part, weights),
             None => 0.0,
         };
         let part_init = part_factor(cfg.flags, part) * f64::from(cfg.weights.partition);
-        for qos in &qos_slots {
+        for q in 0..qos_slots {
+            let qos = if multi_qos { job.qos_list.get(q) } else { None };
             let qos_term = match qos {
                 Some(q) if q.priority != 0 && cfg.weights.qos != 0 => {
                     qos_factor(cfg.flags, *q) * f64::from(cfg.weights.qos)
@@ -477,7 +364,6 @@ fn priority_array(
             i += 1;
         }
     }
-    Some(out)
 }
 
 /// The factors `sprio` shows for one (partition, QOS) row of a multi-partition/QOS job

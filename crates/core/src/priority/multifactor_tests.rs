@@ -19,16 +19,16 @@ fn cfg(release: Release) -> PriorityConfig {
     }
 }
 
-fn part(factor: u16, max: u16) -> PartitionInput {
+fn part(factor: u16, max: u16) -> PartitionInput<'static> {
     PartitionInput {
         priority_job_factor: factor,
         norm_priority: PartitionInput::normalised(factor, max),
         max_time_mins: u32::MAX,
-        tres_cnt: Some(vec![64, 256_000, 0, 4, 0]),
+        tres_cnt: Some(&[64, 256_000, 0, 4, 0]),
     }
 }
 
-fn job() -> JobInput {
+fn job() -> JobInput<'static> {
     JobInput {
         accrue_time: NOW - 3600,
         max_cpus: NO_VAL,
@@ -38,7 +38,7 @@ fn job() -> JobInput {
         partition: Some(part(10, 20)),
         site_factor: NICE_OFFSET,
         nice: NICE_OFFSET,
-        tres_req: Some(vec![4, 8000, 0, 1, 0]),
+        tres_req: Some(&[4, 8000, 0, 1, 0]),
         ..Default::default()
     }
 }
@@ -55,7 +55,7 @@ fn favor_large_sum() {
     assert_eq!(p.factors.job_size, 156.25);
     assert_eq!(p.factors.partition, 5000.0);
     assert_eq!(p.priority, 5162);
-    assert!(p.array.is_none());
+    assert!(p.array.is_empty());
 }
 
 #[test]
@@ -195,15 +195,16 @@ fn age_saturates_and_ignores_future_accrue() {
 #[test]
 fn multi_partition_array_22_and_24() {
     let mut j = job();
-    j.partitions = vec![part(20, 20), part(10, 20)];
+    let parts = [part(20, 20), part(10, 20)];
+    j.partitions = &parts;
     let p22 = job_priority(&cfg(Release::V22_05), CLUSTER, &j, NOW, None);
-    let arr = p22.array.expect("array");
+    let arr = p22.array;
     assert_eq!(arr.len(), 3);
     assert_eq!(arr[2], 0);
     let base = 3600.0 / 604_800.0 * 1000.0 + 156.25;
     assert_eq!(arr[0], (10_000.0 + base) as u32);
     assert_eq!(arr[1], (5000.0 + base) as u32);
-    j.qos_list = vec![
+    let qos = [
         QosInput {
             priority: 10,
             norm_priority: 1.0,
@@ -213,8 +214,9 @@ fn multi_partition_array_22_and_24() {
             norm_priority: 0.0,
         },
     ];
+    j.qos_list = &qos;
     let p24 = job_priority(&cfg(Release::V24_11), CLUSTER, &j, NOW, None);
-    let arr = p24.array.expect("array");
+    let arr = p24.array;
     assert_eq!(
         arr,
         vec![
@@ -234,32 +236,58 @@ fn incr_only_keeps_larger() {
     assert_eq!(apply_incr_only(Flags(0), 10, 5), 5);
     let mut c = cfg(Release::V24_11);
     c.flags = f;
+    let parts = [part(20, 20)];
     let j = JobInput {
-        partitions: vec![part(20, 20)],
+        partitions: &parts,
         ..job()
     };
     let p = job_priority(&c, CLUSTER, &j, NOW, Some(&[u32::MAX]));
-    assert_eq!(p.array, Some(vec![u32::MAX]));
+    assert_eq!(p.array, vec![u32::MAX]);
+    // A shorter previous array (Slurm's split copy): what it has is kept, the rest computed.
+    let p = job_priority(&cfg(Release::V22_05), CLUSTER, &j, NOW, Some(&[]));
+    assert_eq!(p.array.len(), 2);
 }
 
 #[test]
 fn sprio_row_recomputes_part_and_keeps_tres_quirk() {
     let mut c = cfg(Release::V24_11);
     c.tres_weights = Some(vec![100.0, 0.0, 0.0, 0.0, 0.0]);
+    let parts = [part(20, 20)];
     let j = JobInput {
-        partitions: vec![part(20, 20)],
+        partitions: &parts,
         ..job()
     };
     let p = job_priority(&c, CLUSTER, &j, NOW, None);
     let mut other = part(20, 20);
-    other.tres_cnt = Some(vec![0, 0, 0, 0, 0]);
+    other.tres_cnt = Some(&[0, 0, 0, 0, 0]);
     let row = sprio_row(&c, &j, &p.factors, Some(&other), None);
     assert_eq!(row.partition, 10_000.0);
     // No partition total: the weighted value is weighted again (multifactor does that).
     assert_eq!(row.tres[0], 6.25 * 100.0);
 }
 
-fn arb_job() -> impl Strategy<Value = JobInput> {
+/// A job's plain fields; [`Arb::with`] builds the borrowed input over them.
+#[derive(Clone, Debug)]
+struct Arb {
+    fields: JobInput<'static>,
+    pf: u16,
+    multi: bool,
+    tres_req: [u64; 5],
+}
+
+impl Arb {
+    fn with<R>(&self, f: impl FnOnce(&JobInput) -> R) -> R {
+        let parts = [part(self.pf, u16::MAX), part(1, 2)];
+        let j = JobInput {
+            partitions: if self.multi { &parts } else { &[] },
+            tres_req: Some(&self.tres_req),
+            ..self.fields
+        };
+        f(&j)
+    }
+}
+
+fn arb_job() -> impl Strategy<Value = Arb> {
     (
         any::<u32>(),
         any::<u32>(),
@@ -271,23 +299,22 @@ fn arb_job() -> impl Strategy<Value = JobInput> {
         0i64..10_000_000,
         any::<u16>(),
     )
-        .prop_map(|(tc, maxc, minc, mn, tl, site, nice, age, pf)| JobInput {
-            accrue_time: NOW - age,
-            total_cpus: tc % 3 * (tc / 3),
-            max_cpus: maxc,
-            min_cpus: minc,
-            min_nodes: mn,
-            time_limit_mins: tl,
-            partition: Some(part(pf, u16::MAX)),
-            partitions: if pf % 2 == 0 {
-                vec![part(pf, u16::MAX), part(1, 2)]
-            } else {
-                vec![]
+        .prop_map(|(tc, maxc, minc, mn, tl, site, nice, age, pf)| Arb {
+            fields: JobInput {
+                accrue_time: NOW - age,
+                total_cpus: tc % 3 * (tc / 3),
+                max_cpus: maxc,
+                min_cpus: minc,
+                min_nodes: mn,
+                time_limit_mins: tl,
+                partition: Some(part(pf, u16::MAX)),
+                site_factor: site,
+                nice,
+                ..Default::default()
             },
-            site_factor: site,
-            nice,
-            tres_req: Some(vec![u64::from(minc), 1, 2, 3, 4]),
-            ..Default::default()
+            pf,
+            multi: pf % 2 == 0,
+            tres_req: [u64::from(minc), 1, 2, 3, 4],
         })
 }
 
@@ -320,22 +347,29 @@ fn arb_cfg() -> impl Strategy<Value = PriorityConfig> {
 proptest! {
     #[test]
     fn never_panics_and_is_at_least_one(c in arb_cfg(), j in arb_job(), nodes in any::<i32>(), cpus in any::<u32>()) {
-        let p = job_priority(&c, ClusterInput { cpus, nodes }, &j, NOW, None);
+        let p = j.with(|j| job_priority(&c, ClusterInput { cpus, nodes }, j, NOW, None));
         prop_assert!(p.priority >= 1);
-        if let Some(a) = p.array {
-            let n = a.len();
-            for (i, v) in a.into_iter().enumerate() {
-                prop_assert!(v >= 1 || (c.release == Release::V22_05 && i == n - 1));
-            }
+        let n = p.array.len();
+        for (i, v) in p.array.into_iter().enumerate() {
+            prop_assert!(v >= 1 || (c.release == Release::V22_05 && i == n - 1));
         }
     }
 
     #[test]
     fn monotonic_in_age(c in arb_cfg(), j in arb_job(), extra in 0i64..1_000_000) {
-        let a = job_priority(&c, CLUSTER, &j, NOW, None);
-        let b = job_priority(&c, CLUSTER, &j, NOW + extra, None);
+        let a = j.with(|j| job_priority(&c, CLUSTER, j, NOW, None));
+        let b = j.with(|j| job_priority(&c, CLUSTER, j, NOW + extra, None));
         prop_assert!(b.factors.age >= a.factors.age);
         prop_assert!(b.priority >= a.priority);
+    }
+
+    #[test]
+    fn reused_output_equals_fresh(c in arb_cfg(), j1 in arb_job(), j2 in arb_job()) {
+        // One JobPriority reused across jobs (the plugin's pass) gives what a fresh one gives.
+        let mut out = JobPriority::default();
+        j1.with(|j| job_priority_into(&c, CLUSTER, j, NOW, None, &mut out));
+        j2.with(|j| job_priority_into(&c, CLUSTER, j, NOW, None, &mut out));
+        prop_assert_eq!(out, j2.with(|j| job_priority(&c, CLUSTER, j, NOW, None)));
     }
 
     #[test]

@@ -152,7 +152,8 @@ impl JobRecord<'_> {
         last_part_update: i64,
     ) {
         self.store_factors(&p.factors, tres_weights);
-        self.store_array(p.array.as_deref(), now, last_part_update);
+        let array = (!p.array.is_empty()).then_some(p.array.as_slice());
+        self.store_array(array, now, last_part_update);
     }
 
     /// Sets `job_ptr->priority`.
