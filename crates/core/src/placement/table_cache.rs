@@ -25,7 +25,7 @@ impl TableCache {
     }
 
     /// The shared tables of `topo` (built on first sight of its key), or `None` above
-    /// [`MAX_EXACT_GPUS`] GPUs.
+    /// [`MAX_EXACT_GPUS`](super::tables::MAX_EXACT_GPUS) GPUs.
     pub fn handle(&self, topo: &NodeTopology) -> Option<TopoHandle> {
         let key = TopoKey::of(topo)?;
         if let Ok(m) = self.map.lock() {

@@ -4,7 +4,7 @@
 //! - slurmctld calls the priority plugin with its job write lock held, and the recalculation
 //!   pass holds it too. Writing (write, fsync, rename, directory fsync) under that lock stalls
 //!   every RPC on slow storage, so the plugin takes a [`Ledger::to_json`] snapshot under the
-//!   lock and calls [`write`] after releasing it.
+//!   lock and calls [`write()`] after releasing it.
 //! - The file says who used what: mode 0600, owned by SlurmUser (slurmctld may run as root).
 //! - A file that does not parse is evidence, never overwritten: [`load`] renames it to
 //!   `<file>.corrupt-<now>` and starts empty; if it cannot be set aside, the caller must not
