@@ -134,6 +134,8 @@ pub struct TopoTables {
     look_best: Vec<OnceLock<Vec<u32>>>,
     /// Whole decisions per free mask and request size, on small nodes.
     tiers: Vec<OnceLock<Tiers>>,
+    /// Node-ranking keys per free mask and request size, on small nodes (`super::rank`).
+    pub(super) rank_keys: Vec<OnceLock<Vec<u128>>>,
     /// Memoised decisions on nodes too big for tiers:
     /// (k, free, near, required) → (set, objective head).
     memo: Memo,
@@ -213,6 +215,7 @@ impl TopoTables {
             best: (0..=n).map(|_| OnceLock::new()).collect(),
             look_best: (0..=n).map(|_| OnceLock::new()).collect(),
             tiers: (0..=n).map(|_| OnceLock::new()).collect(),
+            rank_keys: (0..=n).map(|_| OnceLock::new()).collect(),
             memo: Memo::default(),
         };
         (t.look, t.look_values) = t.build_look();
