@@ -76,8 +76,15 @@ impl Memo {
         self.map.lock().map_or(0, |m| m.capacity() * entry)
     }
 
-    /// Forgets every decision (and frees the table).
+    /// Forgets every decision, keeping the table's capacity for the next ones.
     pub(crate) fn clear(&self) {
+        if let Ok(mut m) = self.map.lock() {
+            m.clear();
+        }
+    }
+
+    /// Forgets every decision and frees the table (the table cache's byte bound).
+    pub(crate) fn release(&self) {
         if let Ok(mut m) = self.map.lock() {
             *m = HashMap::default();
         }

@@ -48,7 +48,7 @@
 //! and counts the slots; the distinct slots' keys are sorted, equal keys merged into runs;
 //! a second pass places each node at its run's next position (a stable counting sort, so
 //! ties keep input order). No per-node branch but the one of a slot's first sight, and no
-//! hashing: 10,000 nodes take about 25 instructions each (`docs/engine.md`).
+//! hashing: 10,000 nodes take about 62 instructions each, sort included (`docs/engine.md`).
 
 use super::lookahead::Loss;
 use super::objective::{Objective, Score};
@@ -125,7 +125,8 @@ pub fn rank_nodes<T: AsRef<TopoTables>>(candidates: &[(T, GpuSet)], k: usize) ->
     // Slots in order of first sight.
     let mut seen: Vec<u32> = Vec::new();
     let mut ways = [Way::EMPTY; WAYS];
-    let mut slots: Vec<u32> = Vec::with_capacity(candidates.len());
+    // Per node: its slot in the low half; the placing pass writes the high halves.
+    let mut slots: Vec<u64> = Vec::with_capacity(candidates.len());
     // The node pass runs until a topology misses the cache, enters it, and resumes.
     while slots.len() < candidates.len() {
         let counts = &mut count[..];
@@ -143,7 +144,7 @@ pub fn rank_nodes<T: AsRef<TopoTables>>(candidates: &[(T, GpuSet)], k: usize) ->
                 seen.push(s);
             }
             *c += 1;
-            slots.push(s);
+            slots.push(u64::from(s));
         }
         if let Some(t) = miss {
             ways[way_of(t)] = enter(&mut topos, &mut count, t, k);
@@ -178,15 +179,17 @@ pub fn rank_nodes<T: AsRef<TopoTables>>(candidates: &[(T, GpuSet)], k: usize) ->
         placed += *c as usize;
         *c = (cursor.len() - 1) as u32;
     }
-    let mut out = vec![0usize; candidates.len()];
-    let (runs, cursor, places) = (&count[..], &mut cursor[..], &mut out[..]);
-    for (i, &s) in slots.iter().enumerate() {
-        let p = &mut cursor[runs[s as usize] as usize];
-        places[*p] = i;
+    // Place node i at its run's next position p, in the high half of `slots[p]`: the low
+    // halves (the slots still to read) stay intact, and one buffer serves both passes.
+    let (runs, cursor) = (&count[..], &mut cursor[..]);
+    for i in 0..slots.len() {
+        let p = &mut cursor[runs[slots[i] as u32 as usize] as usize];
+        slots[*p] |= (i as u64) << 32;
         *p += 1;
     }
-    out.truncate(hosted.unwrap_or(placed));
-    out
+    slots.truncate(hosted.unwrap_or(placed));
+    // Same size and alignment: the standard library collects this in place.
+    slots.into_iter().map(|x| (x >> 32) as usize).collect()
 }
 
 /// Entries of the per-call topology cache, direct-mapped by table address: a fleet of a few

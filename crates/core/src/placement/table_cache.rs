@@ -143,7 +143,7 @@ fn trim(g: &mut Inner, cap_bytes: usize) {
         }
         if let Some(e) = g.map.get(key) {
             let before = e.tables.bytes();
-            e.tables.clear_memo();
+            e.tables.release_memo();
             bytes = bytes.saturating_sub(before.saturating_sub(e.tables.bytes()));
         }
     }

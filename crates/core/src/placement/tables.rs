@@ -461,10 +461,15 @@ impl TopoTables {
             + self.memo.bytes()
     }
 
-    /// Forgets the memoised decisions (the tables stay): for memory pressure, and for
+    /// Forgets the memoised decisions (the tables and the memo's capacity stay): for
     /// measuring the cold search path.
     pub fn clear_memo(&self) {
         self.memo.clear();
+    }
+
+    /// Forgets the memoised decisions and frees their memory (the table cache's byte bound).
+    pub(crate) fn release_memo(&self) {
+        self.memo.release();
     }
 
     /// Looks up a memoised decision.
