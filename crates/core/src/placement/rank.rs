@@ -27,7 +27,8 @@
 //! to 26,000 s. Packing is what frees whole nodes; the finer loss now only decides between
 //! equally tight fits.
 //!
-//! Slurm's node `Weight=` is not seen here (see `docs/engine.md`, Node ranking).
+//! Slurm's node `Weight=` is not seen here: the steering code orders by it first and uses this
+//! order within a weight (see `docs/engine.md`, Node ranking).
 //!
 //! # Why the class, not the fine quality, comes first
 //! An NVLink count or a PCIe level is a real bandwidth step (NV2 vs NV1 2×, PIX vs SYS 2.4×),
