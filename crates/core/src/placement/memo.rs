@@ -70,10 +70,23 @@ impl Memo {
         }
     }
 
-    /// Forgets every decision.
+    /// Heap bytes the memo holds: its table's capacity times an entry and its control byte.
+    pub(crate) fn bytes(&self) -> usize {
+        let entry = std::mem::size_of::<(u64, Memoised)>() + 1;
+        self.map.lock().map_or(0, |m| m.capacity() * entry)
+    }
+
+    /// Forgets every decision, keeping the table's capacity for the next ones.
     pub(crate) fn clear(&self) {
         if let Ok(mut m) = self.map.lock() {
             m.clear();
+        }
+    }
+
+    /// Forgets every decision and frees the table (the table cache's byte bound).
+    pub(crate) fn release(&self) {
+        if let Ok(mut m) = self.map.lock() {
+            *m = HashMap::default();
         }
     }
 }

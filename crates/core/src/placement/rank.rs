@@ -27,7 +27,8 @@
 //! to 26,000 s. Packing is what frees whole nodes; the finer loss now only decides between
 //! equally tight fits.
 //!
-//! Slurm's node `Weight=` is not seen here (see `docs/engine.md`, Node ranking).
+//! Slurm's node `Weight=` is not seen here: the steering code orders by it first and uses this
+//! order within a weight (see `docs/engine.md`, Node ranking).
 //!
 //! # Why the class, not the fine quality, comes first
 //! An NVLink count or a PCIe level is a real bandwidth step (NV2 vs NV1 2×, PIX vs SYS 2.4×),
@@ -37,15 +38,23 @@
 //! pair on a busy node. Buckets first, then the loss (which is zero at size 8 on a node that is
 //! already broken up, and positive on an idle one) keeps packing.
 //!
-//! Nodes with fewer than `k` free GPUs are left out. Each key is a few table lookups on the
-//! node's interned tables (an O(1) tier lookup at ≤ 8 GPUs; a memoised search above), computed
-//! once per distinct (topology, free mask); nodes are then placed by a counting sort:
-//! 10,000 nodes take well under a millisecond (`docs/engine.md`).
+//! Nodes with fewer than `k` free GPUs are left out.
+//!
+//! # Why a key table and a counting sort
+//! Nodes share topologies and few free masks occur, so a cluster has few distinct keys, and
+//! ranking is "find the key, count, place". On nodes of up to [`TIER_MAX_GPUS`] GPUs the key
+//! of every free mask is tabulated per `k` with the topology's tables on first use (256 keys
+//! at 8 GPUs); above, it is computed once per distinct (topology, free mask) and call from
+//! the memoised decision. One pass over the nodes gives each its slot (topology, free mask)
+//! and counts the slots; the distinct slots' keys are sorted, equal keys merged into runs;
+//! a second pass places each node at its run's next position (a stable counting sort, so
+//! ties keep input order). No per-node branch but the one of a slot's first sight, and no
+//! hashing: 10,000 nodes take about 62 instructions each, sort included (`docs/engine.md`).
 
 use super::lookahead::Loss;
 use super::objective::{Objective, Score};
 use super::search::decide;
-use super::tables::TopoTables;
+use super::tables::{TIER_MAX_GPUS, TopoTables};
 use crate::gpuset::GpuSet;
 use std::cmp::Reverse;
 
@@ -108,68 +117,158 @@ impl RankKey {
 /// Orders `candidates` (node tables and free GPUs) for a job of `k` GPUs per node, best
 /// first, leaving out nodes that cannot host it. Returns indices into `candidates`.
 ///
-/// Nodes that share tables and free mask share a key, and a cluster has few distinct
-/// (topology, free mask) pairs, so keys are computed and sorted once per distinct pair, and
-/// the nodes are then placed by a stable counting sort (ties keep input order): O(nodes +
-/// distinct · log distinct).
+/// Equal keys keep input order. O(nodes + distinct · log distinct), where distinct is the
+/// number of distinct (topology, free mask) pairs (see the module docs).
 pub fn rank_nodes<T: AsRef<TopoTables>>(candidates: &[(T, GpuSet)], k: usize) -> Vec<usize> {
-    // Per distinct topology: free mask -> distinct-key id (u32::MAX = not seen yet).
-    let mut topos: Vec<(&TopoTables, Vec<u32>)> = Vec::new();
-    // Distinct keys (`None` = cannot host k) and how many nodes have each.
-    let mut keys: Vec<(Option<u128>, u32)> = Vec::new();
-    let mut last = usize::MAX;
-    let node_ids: Vec<u32> = candidates
-        .iter()
-        .map(|(tables, free)| {
+    let mut topos: Vec<Topo<'_>> = Vec::new();
+    // Per slot (a topology's base + free mask): its nodes, later its run.
+    let mut count: Vec<u32> = Vec::new();
+    // Slots in order of first sight.
+    let mut seen: Vec<u32> = Vec::new();
+    let mut ways = [Way::EMPTY; WAYS];
+    // Per node: its slot in the low half; the placing pass writes the high halves.
+    let mut slots: Vec<u64> = Vec::with_capacity(candidates.len());
+    // The node pass runs until a topology misses the cache, enters it, and resumes.
+    while slots.len() < candidates.len() {
+        let counts = &mut count[..];
+        let mut miss = None;
+        for (tables, free) in &candidates[slots.len()..] {
             let t = tables.as_ref();
-            if topos.get(last).is_none_or(|(x, _)| !std::ptr::eq(*x, t)) {
-                last = match topos.iter().position(|(x, _)| std::ptr::eq(*x, t)) {
-                    Some(p) => p,
-                    None => {
-                        topos.push((t, vec![u32::MAX; 1 << t.len()]));
-                        topos.len() - 1
-                    }
-                };
+            let way = ways[way_of(t)];
+            if way.addr != std::ptr::from_ref(t) as usize {
+                miss = Some(t);
+                break;
             }
-            let f = free.bits() & t.all_bits();
-            let slot = &mut topos[last].1[f as usize];
-            if *slot == u32::MAX {
-                *slot = keys.len() as u32;
-                keys.push((node_key(t, f, k), 0));
+            let s = way.base + (free.bits() & way.all);
+            let c = &mut counts[s as usize];
+            if *c == 0 {
+                seen.push(s);
             }
-            let id = *slot;
-            keys[id as usize].1 += 1;
-            id
+            *c += 1;
+            slots.push(u64::from(s));
+        }
+        if let Some(t) = miss {
+            ways[way_of(t)] = enter(&mut topos, &mut count, t, k);
+        }
+    }
+    // The distinct slots' keys, best first; 0 (cannot host k) sorts last.
+    let mut keyed: Vec<(u128, u32)> = seen
+        .iter()
+        .map(|&s| {
+            let topo = &topos[topos.partition_point(|x| x.base <= s) - 1];
+            let f = s - topo.base;
+            let key = match topo.keys {
+                Some(keys) => keys[f as usize],
+                None => node_key(topo.tables, f, k).unwrap_or(0),
+            };
+            (key, s)
         })
         .collect();
-    // Sort the distinct keys, best first (unplaceable ones left out). Equal keys form one
-    // run; each run's first output position is the number of nodes ranked before it.
-    let mut order: Vec<u32> = (0..keys.len() as u32)
-        .filter(|&i| keys[i as usize].0.is_some())
-        .collect();
-    order.sort_unstable_by(|&a, &b| keys[b as usize].0.cmp(&keys[a as usize].0));
-    let mut run_of = vec![u32::MAX; keys.len()];
-    let mut next: Vec<usize> = Vec::new();
-    let mut total = 0usize;
-    for (pos, &id) in order.iter().enumerate() {
-        if pos == 0 || keys[order[pos - 1] as usize].0 != keys[id as usize].0 {
-            next.push(total);
+    keyed.sort_unstable_by_key(|&(key, _)| Reverse(key));
+    // Runs of equal keys: each slot's count becomes its run, each run's cursor its first
+    // output position. The run of key 0 comes last; what is placed there is cut off.
+    let mut cursor: Vec<usize> = Vec::with_capacity(keyed.len());
+    let (mut placed, mut hosted) = (0usize, None);
+    for (j, &(key, s)) in keyed.iter().enumerate() {
+        if j == 0 || keyed[j - 1].0 != key {
+            cursor.push(placed);
+            if key == 0 {
+                hosted = Some(placed);
+            }
         }
-        run_of[id as usize] = (next.len() - 1) as u32;
-        total += keys[id as usize].1 as usize;
+        let c = &mut count[s as usize];
+        placed += *c as usize;
+        *c = (cursor.len() - 1) as u32;
     }
-    // Place the nodes, in input order within a run (a stable counting sort).
-    let mut out = vec![0usize; total];
-    for (i, &id) in node_ids.iter().enumerate() {
-        if let Some(p) = next.get_mut(run_of[id as usize] as usize) {
-            out[*p] = i;
-            *p += 1;
-        }
+    // Place node i at its run's next position p, in the high half of `slots[p]`: the low
+    // halves (the slots still to read) stay intact, and one buffer serves both passes.
+    let (runs, cursor) = (&count[..], &mut cursor[..]);
+    for i in 0..slots.len() {
+        let p = &mut cursor[runs[slots[i] as u32 as usize] as usize];
+        slots[*p] |= (i as u64) << 32;
+        *p += 1;
     }
-    out
+    slots.truncate(hosted.unwrap_or(placed));
+    // Same size and alignment: the standard library collects this in place.
+    slots.into_iter().map(|x| (x >> 32) as usize).collect()
 }
 
-/// The packed [`RankKey`] of one node, or `None` when it cannot host `k` GPUs.
+/// Entries of the per-call topology cache, direct-mapped by table address: a fleet of a few
+/// board types, interleaved in any order, finds its topology in one compare per node.
+const WAYS: usize = 8;
+
+/// A topology as the node pass needs it: its tables' address, first slot and node mask.
+#[derive(Clone, Copy)]
+struct Way {
+    addr: usize,
+    base: u32,
+    all: u32,
+}
+
+impl Way {
+    /// No topology (no table lives at address 0).
+    const EMPTY: Way = Way {
+        addr: 0,
+        base: 0,
+        all: 0,
+    };
+}
+
+/// A topology seen in one call: its tables, its first slot, and its key table if tabulated.
+struct Topo<'a> {
+    tables: &'a TopoTables,
+    base: u32,
+    keys: Option<&'a [u128]>,
+}
+
+/// The cache entry of a table (Fibonacci hashing of its address).
+fn way_of(t: &TopoTables) -> usize {
+    (std::ptr::from_ref(t) as usize as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) as usize
+        >> (usize::BITS - 3)
+}
+
+/// The [`Way`] of `t`, adding it (and its 2^n slots) on first sight in this call.
+#[cold]
+#[inline(never)]
+fn enter<'a>(topos: &mut Vec<Topo<'a>>, count: &mut Vec<u32>, t: &'a TopoTables, k: usize) -> Way {
+    let p = match topos.iter().position(|x| std::ptr::eq(x.tables, t)) {
+        Some(p) => p,
+        None => {
+            topos.push(Topo {
+                tables: t,
+                base: count.len() as u32,
+                keys: t.rank_keys(k),
+            });
+            count.resize(count.len() + (1 << t.len()), 0);
+            topos.len() - 1
+        }
+    };
+    Way {
+        addr: std::ptr::from_ref(t) as usize,
+        base: topos[p].base,
+        all: t.all_bits(),
+    }
+}
+
+impl TopoTables {
+    /// The packed [`RankKey`] of every free mask for `k` GPUs (0 where `k` does not fit), on
+    /// nodes of up to [`TIER_MAX_GPUS`] GPUs; built on first use per `k` (4 KiB at 8 GPUs).
+    fn rank_keys(&self, k: usize) -> Option<&[u128]> {
+        if self.len() > TIER_MAX_GPUS {
+            return None;
+        }
+        let cell = self.rank_keys.get(k)?;
+        let keys = cell.get_or_init(|| {
+            (0..1u32 << self.len())
+                .map(|f| node_key(self, f, k).unwrap_or(0))
+                .collect()
+        });
+        Some(keys)
+    }
+}
+
+/// The packed [`RankKey`] of one node, or `None` when it cannot host `k` GPUs. Never 0:
+/// the fit field of a node that can host `k` is at least `0xFF − 16`.
 fn node_key(t: &TopoTables, free: u32, k: usize) -> Option<u128> {
     let set = GpuSet::from_bits(decide(t, free, k, 0, 0)?.set);
     let loss = t.loss(GpuSet::from_bits(free), set);
@@ -177,126 +276,6 @@ fn node_key(t: &TopoTables, free: u32, k: usize) -> Option<u128> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::topology::{NodeTopology, PcieLevel};
-    use std::sync::Arc;
-
-    fn s(v: &[usize]) -> GpuSet {
-        v.iter().copied().collect()
-    }
-
-    fn dgx1v() -> Arc<TopoTables> {
-        Arc::new(TopoTables::new(&crate::fixtures::dgx1v()).unwrap())
-    }
-
-    #[test]
-    fn class_then_best_fit_then_fragmentation_then_fine_quality() {
-        let dgx = dgx1v();
-        let pcie = Arc::new(
-            TopoTables::new(&NodeTopology::uniform("p", 8, PcieLevel::Pix).unwrap()).unwrap(),
-        );
-        let nodes = vec![
-            (Arc::clone(&pcie), s(&[0, 1])),         // 0: fits, PCIe only
-            (Arc::clone(&dgx), s(&[0, 1, 2, 3, 4])), // 1: NV2+PIX pair {2,3}, 3 left
-            (Arc::clone(&dgx), s(&[2, 3])),          // 2: NV2+PIX pair, nothing left
-            (Arc::clone(&dgx), s(&[0])),             // 3: cannot host 2
-            (Arc::clone(&dgx), s(&[0, 3])),          // 4: NV2+PHB pair, nothing left
-            (Arc::clone(&dgx), s(&[2, 3, 4, 5])),    // 5: {2,3}, leaves NV1 pair {4,5}
-            (Arc::clone(&dgx), s(&[2, 3, 4, 7])),    // 6: {2,3}, leaves NV2 pair {4,7}
-            (Arc::clone(&dgx), s(&[0, 1])),          // 7: NV1 pair, nothing left
-        ];
-        // NV2 class: fit (2, 4 | 6, 5 | 1), within a fit the leftover, then 62 before 59
-        // GB/s; then the NV1 node, then the PCIe-only one.
-        assert_eq!(rank_nodes(&nodes, 2), vec![2, 4, 6, 5, 1, 7, 0]);
-        assert_eq!(rank_nodes(&nodes, 9), Vec::<usize>::new());
-        let refs: Vec<(&TopoTables, GpuSet)> = nodes.iter().map(|(t, f)| (&**t, *f)).collect();
-        assert_eq!(rank_nodes(&refs, 2), vec![2, 4, 6, 5, 1, 7, 0]);
-    }
-
-    /// The stranding case: an idle DGX-1V offers a 62 GB/s NV2 pair (one PCIe switch), a busy
-    /// one only a 59 GB/s NV2 pair (host bridge). Same class, so the busy node wins on fit and
-    /// the idle node stays whole; a better class still beats fit.
-    #[test]
-    fn same_class_prefers_the_busier_node() {
-        let dgx = dgx1v();
-        let idle = (Arc::clone(&dgx), s(&[0, 1, 2, 3, 4, 5, 6, 7]));
-        let busy = (Arc::clone(&dgx), s(&[0, 3]));
-        let nodes = vec![idle.clone(), busy.clone()];
-        assert_eq!(rank_nodes(&nodes, 2), vec![1, 0]);
-        // Only an NV1 pair on the busy node: the idle node's NV2 class wins.
-        let nodes = vec![(Arc::clone(&dgx), s(&[0, 1])), idle];
-        assert_eq!(rank_nodes(&nodes, 2), vec![1, 0]);
-    }
-
-    /// A mixed fleet, all idle: 1-GPU jobs fill the PCIe boxes (whose 8-GPU set is worth a
-    /// SYS path) before they break an NVSwitch board, then an 8-GPU job finds one whole; a
-    /// 2-GPU job still goes where its pair is fastest.
-    #[test]
-    fn one_gpu_jobs_fill_plain_nodes_first() {
-        let hgx = Arc::new(TopoTables::new(&crate::fixtures::hgx_h100()).unwrap());
-        let pcie = Arc::new(TopoTables::new(&crate::fixtures::l40s_pcie8()).unwrap());
-        let all = GpuSet::first_n(8);
-        let mut nodes = vec![
-            (Arc::clone(&hgx), all),
-            (Arc::clone(&pcie), all),
-            (Arc::clone(&hgx), all),
-            (Arc::clone(&pcie), all),
-        ];
-        assert_eq!(rank_nodes(&nodes, 2)[0], 0);
-        for job in 0..16 {
-            let best = rank_nodes(&nodes, 1)[0];
-            assert!(best == 1 || best == 3, "job {job} went to node {best}");
-            let c = crate::placement::Gputopo::choose_on(
-                &nodes[best].0,
-                nodes[best].1,
-                &crate::placement::Request::new(1),
-            )
-            .unwrap();
-            nodes[best].1 = nodes[best].1.difference(c.gpus);
-        }
-        assert_eq!(rank_nodes(&nodes, 8), vec![0, 2]);
-        // The next 1-GPU job breaks one NVSwitch board, and the one after stays on it.
-        let first = rank_nodes(&nodes, 1)[0];
-        nodes[first].1 = nodes[first].1.without(0);
-        assert_eq!(rank_nodes(&nodes, 1)[0], first);
-    }
-
-    /// The counting-sort ranking equals a plain sort on keys computed by brute force.
-    #[test]
-    fn equals_brute_force_ranking() {
-        use crate::placement::Exhaustive;
-        let topos = [
-            crate::fixtures::dgx1v(),
-            crate::fixtures::rtx8000x4(),
-            crate::fixtures::hgx_h100(),
-        ];
-        let handles: Vec<Arc<TopoTables>> = topos
-            .iter()
-            .map(|t| Arc::new(TopoTables::new(t).unwrap()))
-            .collect();
-        let mut x = 0x1234_5678_u64;
-        let nodes: Vec<(usize, GpuSet)> = (0..120)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let t = (x % 3) as usize;
-                (
-                    t,
-                    GpuSet::from_bits((x >> 8) as u32).intersection(topos[t].all()),
-                )
-            })
-            .collect();
-        let cands: Vec<(Arc<TopoTables>, GpuSet)> = nodes
-            .iter()
-            .map(|&(t, f)| (Arc::clone(&handles[t]), f))
-            .collect();
-        let plain: Vec<(&NodeTopology, GpuSet)> =
-            nodes.iter().map(|&(t, f)| (&topos[t], f)).collect();
-        for k in 1..=5 {
-            let want = Exhaustive::rank_nodes(&plain, k);
-            assert_eq!(rank_nodes(&cands, k), want, "k={k}");
-        }
-    }
-}
+mod reference;
+#[cfg(test)]
+mod tests;

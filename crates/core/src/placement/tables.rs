@@ -49,7 +49,7 @@ pub const TIER_MAX_GPUS: usize = 8;
 pub use super::memo::MEMO_CAP;
 
 /// A shared handle to one topology's tables.
-pub use super::table_cache::{TABLE_CACHE_CAP, TableCache};
+pub use super::table_cache::{TABLE_CACHE_BYTES, TABLE_CACHE_CAP, TableCache};
 
 pub type TopoHandle = Arc<TopoTables>;
 
@@ -134,6 +134,8 @@ pub struct TopoTables {
     look_best: Vec<OnceLock<Vec<u32>>>,
     /// Whole decisions per free mask and request size, on small nodes.
     tiers: Vec<OnceLock<Tiers>>,
+    /// Node-ranking keys per free mask and request size, on small nodes (`super::rank`).
+    pub(super) rank_keys: Vec<OnceLock<Vec<u128>>>,
     /// Memoised decisions on nodes too big for tiers:
     /// (k, free, near, required) → (set, objective head).
     memo: Memo,
@@ -213,6 +215,7 @@ impl TopoTables {
             best: (0..=n).map(|_| OnceLock::new()).collect(),
             look_best: (0..=n).map(|_| OnceLock::new()).collect(),
             tiers: (0..=n).map(|_| OnceLock::new()).collect(),
+            rank_keys: (0..=n).map(|_| OnceLock::new()).collect(),
             memo: Memo::default(),
         };
         (t.look, t.look_values) = t.build_look();
@@ -424,10 +427,49 @@ impl TopoTables {
         }
     }
 
-    /// Forgets the memoised decisions (the tables stay): for memory pressure, and for
+    /// Heap bytes held now: the base tables, every per-size table built so far and the memo
+    /// (what [`TableCache`] bounds; per-size tables and the memo grow on first use).
+    pub fn bytes(&self) -> usize {
+        fn size<T>(v: &[T]) -> usize {
+            std::mem::size_of_val(v)
+        }
+        let built = |cells: &[OnceLock<Vec<u32>>]| {
+            cells
+                .iter()
+                .filter_map(|c| c.get())
+                .map(|v| size(v))
+                .sum::<usize>()
+        };
+        let tiers = self.tiers.iter().filter_map(|c| c.get());
+        let tiers: usize = tiers
+            .map(|t| size(&t.offsets) + size(&t.sets) + size(&t.heads) + size(&t.first))
+            .sum();
+        let keys: usize = self
+            .rank_keys
+            .iter()
+            .filter_map(|c| c.get())
+            .map(|v| size(v))
+            .sum();
+        size(&self.quality)
+            + size(&self.matching)
+            + size(&self.look)
+            + size(&self.look_values)
+            + built(&self.best)
+            + built(&self.look_best)
+            + tiers
+            + keys
+            + self.memo.bytes()
+    }
+
+    /// Forgets the memoised decisions (the tables and the memo's capacity stay): for
     /// measuring the cold search path.
     pub fn clear_memo(&self) {
         self.memo.clear();
+    }
+
+    /// Forgets the memoised decisions and frees their memory (the table cache's byte bound).
+    pub(crate) fn release_memo(&self) {
+        self.memo.release();
     }
 
     /// Looks up a memoised decision.
@@ -448,31 +490,4 @@ impl AsRef<TopoTables> for TopoTables {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::placement::objective;
-    use crate::topology::fixture;
-
-    fn dgx1v() -> NodeTopology {
-        fixture::parse(include_str!("../../../../contrib/topologies/dgx1v.topo")).unwrap()
-    }
-
-    #[test]
-    fn tables_match_direct_computation() {
-        let t = dgx1v();
-        let tab = TopoTables::new(&t).unwrap();
-        for s in 0..256u32 {
-            let set = GpuSet::from_bits(s);
-            assert_eq!(tab.score(set), objective::score(&t, set), "{set:?}");
-            assert_eq!(tab.leftover(set).pairs, objective::pair_matching(&t, set));
-            for k in 1..=8 {
-                assert_eq!(
-                    Score::from_packed(tab.best(k)[s as usize]),
-                    objective::best_subset_score(&t, set, k)
-                );
-            }
-            let mut eval = objective::Evaluator::new(&t);
-            assert_eq!(tab.leftover(set), eval.leftover(set));
-        }
-    }
-}
+mod tests;
