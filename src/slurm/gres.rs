@@ -22,9 +22,11 @@ use crate::slurm::list::ListRef;
 
 mod alloc;
 mod digest;
+mod lookup;
 mod shared;
 mod wide;
 pub use alloc::job_alloc_gpus;
+pub use lookup::node_gres;
 pub use shared::{SHARED, SharedRecord};
 
 /// The GRES name gputopo decides for.
@@ -308,39 +310,6 @@ pub struct NodeGres<'a> {
 /// [`NodeGres::content_key`]: a few words of a node's GRES state, compared for equality.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContentKey([u64; 8]);
-
-/// The node GRES state named `name` in a node's `gres_list`.
-///
-/// # Safety
-/// `list` is null or the live `gres_list` of a node record, not modified during `'a` (the
-/// caller holds the slurmctld node lock, as every `select_p_*` call does).
-pub unsafe fn node_gres<'a>(list: *mut ffi::xlist, name: &str) -> Option<NodeGres<'a>> {
-    // SAFETY: node gres_list elements are gres_state_t of state type NODE, alive for 'a.
-    let list = unsafe { ListRef::<ffi::gres_state_t>::from_raw(list) }?;
-    // Runs per candidate node on every call: one `list_find_first_ro`, no iterator.
-    // SAFETY: `named_with_data` reads a gres_state_t element and a `&[u8]` key, no panic.
-    let state = unsafe { list.find_first(named_with_data, &name.as_bytes()) }?;
-    // SAFETY: gres_data of a node gres_state_t is a gres_node_state_t, alive for 'a.
-    let ns = unsafe { &*state.gres_data.cast::<ffi::gres_node_state_t>() };
-    Some(NodeGres { ns })
-}
-
-/// [`node_gres`]'s predicate, called by Slurm's `list_find_first_ro`: the `gres_state_t`
-/// `x` is named `*key` (a `&[u8]`) and has data. Compares bytes only, so it cannot panic.
-unsafe extern "C" fn named_with_data(x: *mut std::ffi::c_void, key: *mut std::ffi::c_void) -> i32 {
-    // SAFETY: Slurm passes an element of a node gres_list: null or a live gres_state_t.
-    let Some(state) = (unsafe { x.cast::<ffi::gres_state_t>().as_ref() }) else {
-        return 0;
-    };
-    if state.gres_name.is_null() || state.gres_data.is_null() {
-        return 0;
-    }
-    // SAFETY: node_gres passes a `&&[u8]` as the key, alive for the call.
-    let want: &[u8] = unsafe { *key.cast::<&[u8]>() };
-    // SAFETY: gres_name is a NUL-terminated string owned by the gres state.
-    let name = unsafe { CStr::from_ptr(state.gres_name) };
-    i32::from(name.to_bytes() == want)
-}
 
 impl<'a> NodeGres<'a> {
     /// Identity of this GRES state object (its address): slurmctld replaces the object when
