@@ -113,8 +113,8 @@ const ALLOWLISTS: &[Allow] = &[
             "listIterator",
         ],
         functions: &[
-            "slurm_bit_(alloc|free|size|test|set|clear|set_count|ffs|fls|ffs_from_bit)",
-            "slurm_list_(iterator_create|iterator_destroy|next|count)",
+            "slurm_bit_(alloc|free|size|test|set|clear|clear_all|set_count|ffs|fls|ffs_from_bit)",
+            "slurm_list_(iterator_create|iterator_destroy|next|count|find_first_ro)",
             "slurm_log_var",
             "slurm_get_log_level",
             "slurm_xcalloc",

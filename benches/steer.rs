@@ -5,7 +5,9 @@
 //! the candidate count (docs/select.md, "Scale"); the Slurm-side reads are measured by
 //! contrib/bench-select.sh. `2gpu_job` asks the engine for every node's key on every call;
 //! `2gpu_job_memo` takes them from the topology's `KeyMemo` as slurmctld does (warm: the
-//! nodes' states were seen before), so it is the plugin's steady-state cost.
+//! nodes' states were seen before); `2gpu_job_node_memo` first compares each node's state
+//! with its last lookup (`KeyMemos::node_key`), as slurmctld does now: the plugin's
+//! steady-state cost.
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use gputopo_core::GpuSet;
 use gputopo_core::placement::engine::Gputopo;
@@ -56,6 +58,20 @@ fn bench(c: &mut Criterion) {
                 }))
             });
         });
+        // As the plugin reads keys now: the node's last key per job size first, then the memo.
+        let memos = std::cell::RefCell::new(KeyMemos::default());
+        g.bench_with_input(
+            BenchmarkId::new("2gpu_job_node_memo", n),
+            &cands,
+            |b, cands| {
+                b.iter(|| {
+                    let mut memos = memos.borrow_mut();
+                    black_box(one_call(cands, |_, c| {
+                        memos.node_key(c.node, &handle, c, 2, || narrow::node_key(&prepared, c, 2))
+                    }))
+                });
+            },
+        );
     }
     g.finish();
 }

@@ -109,6 +109,11 @@ impl Bits {
         usize::try_from(n).unwrap_or(0)
     }
 
+    fn clear_all(self) {
+        // SAFETY: live bitmap the caller may mutate (BitmapMut/Bitmap).
+        unsafe { ffi::slurm_bit_clear_all(self.0.as_ptr()) };
+    }
+
     fn put(self, bit: usize, on: bool) -> Result<(), SlurmError> {
         let off = self.offset(bit)?;
         if on {
@@ -163,6 +168,11 @@ macro_rules! write_api {
         /// [`SlurmError::OutOfBounds`] when `i` is not below [`Self::len`].
         pub fn clear(&mut self, i: I) -> Result<(), SlurmError> {
             self.bits.put(i.bit(), false)
+        }
+
+        /// Clears every bit (`bit_clear_all`: one call, not one per bit).
+        pub fn clear_all(&mut self) {
+            self.bits.clear_all();
         }
     };
 }
@@ -346,5 +356,8 @@ mod tests {
         b.clear(NodeIndex(0)).unwrap();
         b.clear(NodeIndex(129)).unwrap();
         assert_eq!(b.iter_set().map(|n| n.0).collect::<Vec<_>>(), [64]);
+        b.set(NodeIndex(3)).unwrap();
+        b.clear_all();
+        assert_eq!((b.len(), b.count()), (130, 0), "clear_all keeps the size");
     }
 }

@@ -22,9 +22,11 @@ use crate::slurm::list::ListRef;
 
 mod alloc;
 mod digest;
+mod lookup;
 mod shared;
 mod wide;
 pub use alloc::job_alloc_gpus;
+pub use lookup::node_gres;
 pub use shared::{SHARED, SharedRecord};
 
 /// The GRES name gputopo decides for.
@@ -308,22 +310,6 @@ pub struct NodeGres<'a> {
 /// [`NodeGres::content_key`]: a few words of a node's GRES state, compared for equality.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ContentKey([u64; 8]);
-
-/// The node GRES state named `name` in a node's `gres_list`.
-///
-/// # Safety
-/// `list` is null or the live `gres_list` of a node record, not modified during `'a` (the
-/// caller holds the slurmctld node lock, as every `select_p_*` call does).
-pub unsafe fn node_gres<'a>(list: *mut ffi::xlist, name: &str) -> Option<NodeGres<'a>> {
-    // SAFETY: node gres_list elements are gres_state_t of state type NODE, alive for 'a.
-    let list = unsafe { ListRef::<ffi::gres_state_t>::from_raw(list) }?;
-    let state = list
-        .iter()
-        .find(|s| state_name(s) == name && !s.gres_data.is_null())?;
-    // SAFETY: gres_data of a node gres_state_t is a gres_node_state_t, alive for 'a.
-    let ns = unsafe { &*state.gres_data.cast::<ffi::gres_node_state_t>() };
-    Some(NodeGres { ns })
-}
 
 impl<'a> NodeGres<'a> {
     /// Identity of this GRES state object (its address): slurmctld replaces the object when

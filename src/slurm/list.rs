@@ -4,6 +4,11 @@
 //! Iteration uses `list_iterator_create`/`list_next` behind [`ListIter`], whose `Drop` calls
 //! `list_iterator_destroy`, so an early `return` or `?` cannot leak the iterator (and its lock),
 //! and no Rust closure is ever called from C (`list_for_each` is not used).
+//!
+//! [`ListRef::find_first`] is the one exception, for lookups that run per candidate node on
+//! every `select_p_job_test` (an iterator costs an allocation, a free and a lock round per
+//! element): `list_find_first_ro` with a plain `extern "C"` predicate ([`FindFn`]) that only
+//! compares fields and cannot panic, one read lock for the whole walk.
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -53,6 +58,28 @@ impl<'a, T> ListRef<'a, T> {
     }
 }
 
+/// A predicate for [`ListRef::find_first`], called by Slurm with (element, key): non-zero
+/// for a match. It must not panic (it runs inside C) and must treat the element as a `T`
+/// and the key as the `K` it was registered for.
+pub type FindFn = unsafe extern "C" fn(*mut std::ffi::c_void, *mut std::ffi::c_void) -> i32;
+
+impl<'a, T> ListRef<'a, T> {
+    /// The first element for which `pred(element, key)` is non-zero (`list_find_first_ro`:
+    /// one read lock, no iterator).
+    ///
+    /// # Safety
+    /// `pred` reads its first argument as a `*const T` and its second as a `*const K`, and
+    /// does not panic.
+    pub unsafe fn find_first<K>(&self, pred: FindFn, key: &K) -> Option<&'a T> {
+        let key = std::ptr::from_ref(key).cast_mut().cast();
+        // SAFETY: live list (constructor contract); `pred` matches the element and key types
+        // (caller's contract) and only reads them; `key` outlives the call.
+        let elem = unsafe { ffi::slurm_list_find_first_ro(self.list.as_ptr(), Some(pred), key) };
+        // SAFETY: ListRef's constructor vouched that every element is a valid T living for 'a.
+        unsafe { elem.cast::<T>().as_ref() }
+    }
+}
+
 /// An open Slurm list iterator; destroyed on drop.
 #[derive(Debug)]
 pub struct ListIter<'a, T> {
@@ -85,6 +112,15 @@ impl<T> Drop for ListIter<'_, T> {
 mod tests {
     use super::*;
 
+    /// A [`FindFn`] over u32 elements and a u32 key.
+    unsafe extern "C" fn same_u32(x: *mut std::ffi::c_void, key: *mut std::ffi::c_void) -> i32 {
+        // SAFETY: the test's list holds u32 elements.
+        let x = unsafe { *x.cast::<u32>() };
+        // SAFETY: the test's key is a u32.
+        let key = unsafe { *key.cast::<u32>() };
+        i32::from(x == key)
+    }
+
     #[test]
     fn iterates_in_order_and_stops_early_without_leaking() {
         let mut items = [10_u32, 20, 30];
@@ -102,6 +138,10 @@ mod tests {
         // (a leaked iterator would keep the list's lock in debug builds of Slurm).
         assert_eq!(list.iter().find(|v| **v == 20), Some(&20));
         assert_eq!(list.iter().count(), 3);
+        // SAFETY: `same_u32` reads a u32 element and a u32 key, and cannot panic.
+        assert_eq!(unsafe { list.find_first(same_u32, &20_u32) }, Some(&20));
+        // SAFETY: as above.
+        assert_eq!(unsafe { list.find_first(same_u32, &40_u32) }, None);
         // SAFETY: no view or iterator is used after this; the list has no element destructor.
         unsafe { ffi::slurm_list_destroy(raw) };
     }

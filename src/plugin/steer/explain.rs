@@ -14,7 +14,7 @@ use gputopo_core::steer::explain::{self, NodeNote};
 use gputopo_core::steer::{HealthMasks, Placer};
 use gputopo_core::topology::NodeTopology;
 
-use crate::plugin::steer::state::{SteerState, health_masks};
+use crate::plugin::steer::state::SteerState;
 use crate::slurm::bitmap::NodeIndex;
 use crate::slurm::job::JobView;
 use crate::slurm::node;
@@ -61,7 +61,7 @@ pub fn pending(st: &SteerState, cfg: &SelectConfig, job: &mut JobView<'_>, withh
             let faulty = nv
                 .gpus()
                 .and_then(|ng| st.model(&nv, &ng, cfg.prefer_agent_topology))
-                .map(|m| health_masks(m.health.as_deref(), cfg).faulty.to_string())
+                .map(|m| m.masks(cfg).faulty.to_string())
                 .unwrap_or_default();
             Some((nv.name().to_owned(), faulty))
         })

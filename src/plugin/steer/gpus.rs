@@ -15,7 +15,7 @@ use gputopo_core::steer::{HealthMasks, Prepared, first_fit};
 use gputopo_core::{GpuSet, WideSet};
 
 use crate::plugin::steer::explain;
-use crate::plugin::steer::state::{Stats, SteerState, health_masks};
+use crate::plugin::steer::state::{Stats, SteerState};
 use crate::plugin::steer::wide::{self, OnNode, Repick};
 use crate::slurm::bitmap::NodeIndex;
 use crate::slurm::gres::GPU;
@@ -142,7 +142,7 @@ pub fn repick_job(
                     .difference(ng.allocated())
                     .difference(ng.shared_in_use())
                     .difference(already);
-                let health = health_masks(model.health.as_deref(), cfg);
+                let health = model.masks(cfg);
                 let pick = first_fit::pick(free, health, count);
                 log_first_fit(cfg, job_id.0, nv.name(), count, health, pick);
                 match pick {
@@ -194,7 +194,7 @@ pub fn repick_job(
                     shared_in_use: ng.shared_in_use(),
                     bound: binding.then_some(near),
                 },
-                health: health_masks(model.health.as_deref(), cfg),
+                health: model.masks(cfg),
                 near,
                 whole_node: whole,
             };

@@ -10,12 +10,10 @@ use std::sync::Arc;
 
 use gputopo_core::GpuSet;
 use gputopo_core::config::SelectConfig;
-use gputopo_core::placement::TopoHandle;
 use gputopo_core::steer::narrow::{self, Basis, Candidate, Need};
 use gputopo_core::steer::{HealthMasks, Prepared};
-use gputopo_core::topology::NodeTopology;
 
-use crate::plugin::steer::state::SteerState;
+use crate::plugin::steer::state::{NodeModel, SteerState};
 use crate::slurm::bitmap::NodeIndex;
 use crate::slurm::gres::GPU;
 use crate::slurm::job::JobView;
@@ -61,16 +59,15 @@ pub fn gpu_need(job: &mut JobView<'_>, max_nodes: u32) -> Option<GpuNeed> {
 pub struct NodeFacts {
     /// Node-table index.
     pub index: NodeIndex,
-    /// Its GPU topology.
-    pub topo: Arc<NodeTopology>,
+    /// What gputopo knows of it: topology, engine tables, health (one shared model per
+    /// node, so reading a candidate costs one reference count, not a copy).
+    pub model: Arc<NodeModel>,
     /// GPUs of the job's type that are free now (not allocated, shared GRES not in use).
     pub free: GpuSet,
     /// GPUs of the job's type.
     pub of_type: GpuSet,
     /// Health.
     pub health: HealthMasks,
-    /// The engine's tables for `topo`.
-    pub tables: Option<TopoHandle>,
     /// Slurm's scheduling weight (`sched_weight`; ranked first, as cons_tres orders nodes).
     pub weight: u64,
     /// Slurm knows its GPU topology ([`crate::plugin::steer::state::NodeModel::ranked`]):
@@ -100,10 +97,9 @@ pub fn gather(
                     .difference(ng.shared_in_use()),
                 of_type,
                 health: model.masks(cfg),
-                topo: Arc::clone(&model.topo),
-                tables: model.tables.clone(),
                 ranked: model.ranked,
                 weight: nv.sched_weight(),
+                model,
             })
         });
         match fact {
@@ -114,18 +110,19 @@ pub fn gather(
     (facts, opaque)
 }
 
+fn candidate(f: &NodeFacts) -> Candidate<'_> {
+    Candidate {
+        node: f.index.0,
+        topo: &f.model.topo,
+        free: f.free,
+        of_type: f.of_type,
+        health: f.health,
+        weight: f.weight,
+    }
+}
+
 fn candidates(facts: &[NodeFacts]) -> Vec<Candidate<'_>> {
-    facts
-        .iter()
-        .map(|f| Candidate {
-            node: f.index.0,
-            topo: &f.topo,
-            free: f.free,
-            of_type: f.of_type,
-            health: f.health,
-            weight: f.weight,
-        })
-        .collect()
+    facts.iter().map(candidate).collect()
 }
 
 /// The pre-filter's need per node and basis: a whole-node job would receive every GPU (a
@@ -154,17 +151,15 @@ pub fn unhealthy(
     job_id: u32,
 ) -> Vec<NodeIndex> {
     let required: Vec<usize> = required.iter().map(|n| n.0).collect();
-    let cands = candidates(facts);
     let (per_node, basis) = filter_rule(need, run_now, whole_node);
-    narrow::health_filter(&cands, per_node, basis, &required)
-        .dropped
-        .into_iter()
-        .filter_map(|d| {
-            let f = facts.iter().find(|f| f.index.0 == d.node)?;
+    facts
+        .iter()
+        .filter_map(|f| {
+            let d = narrow::health_drop(&candidate(f), per_node, basis, &required)?;
             log::debug!(
                 target: "gputopo::select",
                 "JobId={job_id} node {} skipped: {} non-faulty GPU(s) of the type, {} needed, faulty {}",
-                f.topo.name,
+                f.model.topo.name,
                 d.have,
                 need.per_node,
                 f.health.faulty
@@ -186,10 +181,7 @@ pub fn plan(
     required: &[NodeIndex],
 ) -> Vec<Vec<NodeIndex>> {
     let cands = candidates(facts);
-    let mut memos = st
-        .keys
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let keys = rank_keys(st, facts, &cands, need.per_node);
     let p = narrow::plan_with(
         &cands,
         &Need {
@@ -198,21 +190,40 @@ pub fn plan(
             required: required.iter().map(|n| n.0).collect(),
             max_calls: MAX_TRIES,
         },
-        |i, c| {
-            let f = &facts[i];
-            let compute = || {
-                let tables = f.tables.clone().map(|h| (&*f.topo, h));
-                narrow::node_key(&Prepared::new(&st.engine, tables), c, need.per_node)
-            };
-            match &f.tables {
-                Some(h) => memos.for_tables(h).key(c, need.per_node, compute),
-                None => compute(),
-            }
-        },
+        |i, _| keys[i],
     );
     p.tiers
         .into_iter()
         .map(|t| t.into_iter().map(NodeIndex).collect())
+        .collect()
+}
+
+/// Each candidate's rank key, in `cands` order: the node's last key while its state is
+/// unchanged, else from the memo of its engine tables ([`SteerState::keys`]); the engine
+/// runs only for a state not seen before on a node of that kind.
+fn rank_keys(
+    st: &SteerState,
+    facts: &[NodeFacts],
+    cands: &[Candidate<'_>],
+    per_node: usize,
+) -> Vec<Option<narrow::NodeKey>> {
+    let mut memos = st
+        .keys
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    facts
+        .iter()
+        .zip(cands)
+        .map(|(f, c)| {
+            let compute = || {
+                let tables = f.model.tables.clone().map(|h| (&*f.model.topo, h));
+                narrow::node_key(&Prepared::new(&st.engine, tables), c, per_node)
+            };
+            match &f.model.tables {
+                Some(h) => memos.node_key(f.index.0, h, c, per_node, compute),
+                None => compute(),
+            }
+        })
         .collect()
 }
 

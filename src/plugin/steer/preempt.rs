@@ -17,7 +17,7 @@ use gputopo_core::steer::victims::{self, Candidate, VictimNode};
 use crate::ffi;
 use crate::plugin::steer::gpus::emit;
 use crate::plugin::steer::nodes;
-use crate::plugin::steer::state::{NodeModel, SteerState, health_masks};
+use crate::plugin::steer::state::{NodeModel, SteerState};
 use crate::slurm::EntryPtr;
 use crate::slurm::bitmap::NodeIndex;
 use crate::slurm::job::JobView;
@@ -90,7 +90,7 @@ pub fn order_candidates(
             topo: &m.topo,
             pinned: *pinned,
             idle: *idle,
-            health: health_masks(m.health.as_deref(), cfg),
+            health: m.masks(cfg),
         })
         .collect();
     let Some(plan) = victims::choose(&st.engine, &vnodes, &core, need.per_node) else {

@@ -53,17 +53,10 @@ fn timed(st: &SteerState, forward: &impl Fn() -> c_int) -> c_int {
 }
 
 fn write_bitmap(bitmap: &mut BitmapMut<'_, NodeIndex>, nodes: &[NodeIndex]) {
-    let mut want = nodes.iter().peekable();
-    for bit in 0..bitmap.len() {
-        let on = want.peek().is_some_and(|n| n.0 == bit);
-        if on {
-            want.next();
-        }
-        let _ = if on {
-            bitmap.set(NodeIndex(bit))
-        } else {
-            bitmap.clear(NodeIndex(bit))
-        };
+    bitmap.clear_all();
+    for &n in nodes {
+        // Offered nodes come from this call's bitmap, so every index is in range.
+        let _ = bitmap.set(n);
     }
 }
 
@@ -122,7 +115,8 @@ fn steer(
             mode,
         );
     };
-    let offered: Vec<NodeIndex> = bitmap.iter_set().collect();
+    let mut offered: Vec<NodeIndex> = Vec::with_capacity(bitmap.count());
+    offered.extend(bitmap.iter_set());
     let (facts, opaque) = nodes::gather(st, &cfg, job, &offered, need);
     let required = job.required_nodes();
     let whole = job.whole_node();
@@ -136,12 +130,16 @@ fn steer(
     } else {
         Vec::new()
     };
-    let healthy: Vec<_> = facts
-        .iter()
-        .filter(|f| !excluded.contains(&f.index))
-        .cloned()
-        .collect();
-    let (ranked, unranked): (Vec<_>, Vec<_>) = healthy.into_iter().partition(|f| f.ranked);
+    let mut healthy = facts;
+    if !excluded.is_empty() {
+        healthy.retain(|f| !excluded.contains(&f.index));
+    }
+    // Usually every node is ranked (Slurm knows the topology): no partition to build then.
+    let (ranked, unranked): (Vec<_>, Vec<_>) = if healthy.iter().all(|f| f.ranked) {
+        (healthy, Vec::new())
+    } else {
+        healthy.into_iter().partition(|f| f.ranked)
+    };
     let ids = |v: &[NodeFacts]| v.iter().map(|f| f.index.0).collect::<Vec<_>>();
     let opaque_ids: Vec<usize> = opaque.iter().map(|n| n.0).collect();
     let required_ids: Vec<usize> = required.iter().map(|n| n.0).collect();

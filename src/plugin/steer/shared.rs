@@ -20,7 +20,7 @@ use gputopo_core::steer::shared::{Device, SharedDecision, SharedInput, decide};
 use crate::ffi;
 use crate::plugin::steer::gpus::{JobRepick, emit, excluded};
 use crate::plugin::steer::run::Call;
-use crate::plugin::steer::state::{Stats, SteerState, health_masks};
+use crate::plugin::steer::state::{Stats, SteerState};
 use crate::slurm::bitmap::{BitmapMut, NodeIndex};
 use crate::slurm::job::JobView;
 use crate::slurm::node;
@@ -80,7 +80,7 @@ pub fn repick_shared(st: &SteerState, cfg: &SelectConfig, job: &mut JobView<'_>)
             let Some(model) = st.model(&nv, &gpus, cfg.prefer_agent_topology) else {
                 continue;
             };
-            let health = health_masks(model.health.as_deref(), cfg);
+            let health = model.masks(cfg);
             if !health.has_findings() {
                 continue;
             }

@@ -7,6 +7,10 @@
 //! candidate's free GPUs, health, weight and the job's GPUs per node. So [`KeyMemos`] keeps
 //! one [`KeyMemo`] per set of tables, and the engine runs once per distinct state seen on
 //! any node of that kind, not once per node per call. Bounded: a full memo starts over.
+//!
+//! Most nodes' state does not change between two calls, so [`KeyMemos::node_key`] first
+//! compares the node's state with the one it had at its last lookup (a few words, no hash)
+//! and reuses that key; only a node whose state moved probes the memo.
 
 use std::collections::HashMap;
 
@@ -19,11 +23,52 @@ use crate::placement::TopoHandle;
 #[derive(Debug, Default)]
 pub struct KeyMemos {
     by_tables: HashMap<usize, (TopoHandle, KeyMemo), FastHash>,
+    /// By node index and GPUs per node ([`Self::SLOTS`] per node): the tables, state and
+    /// key of the node's last lookup for jobs of that size. Holding the tables keeps their
+    /// address from being reused by others while the entry lives.
+    last: Vec<Option<(TopoHandle, Input, Option<NodeKey>)>>,
 }
 
 impl KeyMemos {
     /// Most topologies remembered; past it every memo is dropped.
     pub const TOPOLOGIES: usize = 64;
+
+    /// Node indices below this get last-lookup entries ([`Self::node_key`]); others only the
+    /// memo (a bound on memory, above any cluster's node count).
+    pub const NODES: usize = 1 << 16;
+
+    /// Last-lookup entries per node: one per job size of 1 to `SLOTS` GPUs per node (a
+    /// scheduler pass mixes job sizes; larger jobs share the last slot).
+    pub const SLOTS: usize = 8;
+
+    /// The key of node `node` (candidate `c`, engine tables `tables`) for `gpus_per_node`
+    /// GPUs: the node's last key when its tables and state are the same as then, else from
+    /// the memo of its tables ([`KeyMemo::key`]), else `compute`d.
+    pub fn node_key(
+        &mut self,
+        node: usize,
+        tables: &TopoHandle,
+        c: &Candidate<'_>,
+        gpus_per_node: usize,
+        compute: impl FnOnce() -> Option<NodeKey>,
+    ) -> Option<NodeKey> {
+        let input = input(c, gpus_per_node);
+        let slot = node * Self::SLOTS + gpus_per_node.clamp(1, Self::SLOTS) - 1;
+        if let Some(Some((t, i, k))) = self.last.get(slot)
+            && *i == input
+            && std::sync::Arc::ptr_eq(t, tables)
+        {
+            return *k;
+        }
+        let k = self.for_tables(tables).key(c, gpus_per_node, compute);
+        if node < Self::NODES {
+            if self.last.len() <= slot {
+                self.last.resize((node + 1) * Self::SLOTS, None);
+            }
+            self.last[slot] = Some((std::sync::Arc::clone(tables), input, k));
+        }
+        k
+    }
 
     /// The memo of the nodes whose tables are `tables`.
     pub fn for_tables(&mut self, tables: &TopoHandle) -> &mut KeyMemo {
@@ -53,6 +98,18 @@ impl KeyMemos {
 /// per node, weight.
 type Input = (u32, u32, u32, usize, u64);
 
+/// The [`Input`] of candidate `c` for `gpus_per_node` GPUs (one definition for the memo and
+/// the last-lookup entries, so both see every input).
+fn input(c: &Candidate<'_>, gpus_per_node: usize) -> Input {
+    (
+        c.free.bits(),
+        c.health.faulty.bits(),
+        c.health.degraded.bits(),
+        gpus_per_node,
+        c.weight,
+    )
+}
+
 /// Rank keys of the nodes of one topology by candidate state. See the module docs.
 #[derive(Debug, Default)]
 pub struct KeyMemo {
@@ -71,13 +128,7 @@ impl KeyMemo {
         gpus_per_node: usize,
         compute: impl FnOnce() -> Option<NodeKey>,
     ) -> Option<NodeKey> {
-        let input = (
-            c.free.bits(),
-            c.health.faulty.bits(),
-            c.health.degraded.bits(),
-            gpus_per_node,
-            c.weight,
-        );
+        let input = input(c, gpus_per_node);
         if let Some(k) = self.keys.get(&input) {
             return *k;
         }
@@ -155,6 +206,63 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_nodes_last_key_is_reused_only_for_the_same_tables_and_state() {
+        let t = dgx1v();
+        let engine = Gputopo::new();
+        let h = engine.handle(&t).expect("tables");
+        let other = Gputopo::new().handle(&t).expect("tables");
+        let prepared = Prepared::new(&engine, [(&t, h.clone())]);
+        let mut memos = KeyMemos::default();
+        let computed = std::cell::Cell::new(0);
+        let key = |memos: &mut KeyMemos, node, tables: &TopoHandle, c: &Candidate<'_>| {
+            memos.node_key(node, tables, c, 2, || {
+                computed.set(computed.get() + 1);
+                narrow::node_key(&prepared, c, 2)
+            })
+        };
+        let c = cand(&t, 3, 0xf0);
+        let first = key(&mut memos, 3, &h, &c);
+        assert_eq!(first, narrow::node_key(&prepared, &c, 2));
+        assert_eq!(
+            key(&mut memos, 3, &h, &c),
+            first,
+            "same state: the last key"
+        );
+        assert_eq!(computed.get(), 1);
+        // A moved state is looked up again (and computed: the memo has not seen it).
+        let busy = Candidate {
+            free: GpuSet::from_bits(0x30),
+            ..c
+        };
+        let moved = key(&mut memos, 3, &h, &busy);
+        assert_eq!(moved, narrow::node_key(&prepared, &busy, 2));
+        assert_eq!(computed.get(), 2);
+        // Other tables (a rebuilt model) never take the last key; the memo of those tables
+        // has not seen the state either.
+        key(&mut memos, 3, &other, &busy);
+        assert_eq!(computed.get(), 3);
+        // Back to the first state: from the memo of `h`, not computed.
+        assert_eq!(key(&mut memos, 3, &h, &c), first);
+        assert_eq!(computed.get(), 3);
+        // A node index past the bound is served by the memo alone.
+        assert_eq!(key(&mut memos, KeyMemos::NODES, &h, &c), first);
+        assert!(memos.last.len() <= KeyMemos::NODES * KeyMemos::SLOTS);
+        // Jobs of another size have their own entry: alternating sizes reuse both.
+        let four = |memos: &mut KeyMemos| {
+            memos.node_key(3, &h, &c, 4, || {
+                computed.set(computed.get() + 1);
+                narrow::node_key(&prepared, &c, 4)
+            })
+        };
+        let before = computed.get();
+        let k4 = four(&mut memos);
+        assert_eq!(k4, narrow::node_key(&prepared, &c, 4));
+        assert_eq!(key(&mut memos, 3, &h, &c), first);
+        assert_eq!(four(&mut memos), k4);
+        assert_eq!(computed.get(), before + 1);
     }
 
     #[test]

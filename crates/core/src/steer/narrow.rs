@@ -120,24 +120,34 @@ pub fn health_filter(
 ) -> Filtered {
     let mut out = Filtered::default();
     for c in cands {
-        let faulty = c.health.faulty;
-        let counts = HealthCounts {
-            have: c.of_type.difference(faulty).len(),
-            faulty_of_type: !faulty.intersection(c.of_type).is_empty(),
-            free: c.free.len(),
-            free_ok: c.free.difference(faulty).len(),
-        };
-        if counts.rules_out(need, basis) && !required.contains(&c.node) {
-            out.dropped.push(Dropped {
-                node: c.node,
-                have: counts.have,
-            });
-        } else {
-            out.kept.push(c.node);
+        match health_drop(c, need, basis, required) {
+            Some(d) => out.dropped.push(d),
+            None => out.kept.push(c.node),
         }
     }
     out.kept.sort_unstable();
     out
+}
+
+/// [`health_filter`]'s verdict on one candidate: `Some` when it is dropped. For callers that
+/// need only the dropped nodes (no list of kept ones to build and sort).
+pub fn health_drop(
+    c: &Candidate<'_>,
+    need: usize,
+    basis: Basis,
+    required: &[usize],
+) -> Option<Dropped> {
+    let faulty = c.health.faulty;
+    let counts = HealthCounts {
+        have: c.of_type.difference(faulty).len(),
+        faulty_of_type: !faulty.intersection(c.of_type).is_empty(),
+        free: c.free.len(),
+        free_ok: c.free.difference(faulty).len(),
+    };
+    (counts.rules_out(need, basis) && !required.contains(&c.node)).then_some(Dropped {
+        node: c.node,
+        have: counts.have,
+    })
 }
 
 /// What the job needs, for planning.
@@ -241,7 +251,7 @@ pub fn plan(engine: &Prepared<'_>, cands: &[Candidate<'_>], need: &Need) -> Plan
 pub fn plan_with(
     cands: &[Candidate<'_>],
     need: &Need,
-    key: impl FnMut(usize, &Candidate<'_>) -> Option<NodeKey>,
+    mut key: impl FnMut(usize, &Candidate<'_>) -> Option<NodeKey>,
 ) -> Plan {
     let mut all: Vec<usize> = cands.iter().map(|c| c.node).collect();
     all.sort_unstable();
@@ -251,21 +261,34 @@ pub fn plan_with(
     if need.gpus_per_node == 0 || need.max_calls <= 1 {
         return fin;
     }
-    let ranked = rank_with(cands, key);
-    let Some((_, top)) = ranked.first() else {
+    // The tiers depend on the ranking only through the best key, unless a tier is too
+    // small for a multi-node job: the keys are sorted (as `rank_with` does) only then.
+    let mut keyed: Vec<(usize, NodeKey)> = Vec::with_capacity(cands.len());
+    keyed.extend(
+        cands
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some((c.node, key(i, c)?))),
+    );
+    let Some(top) = keyed.iter().map(|(_, k)| k).max().copied() else {
         return fin;
     };
+    let mut sorted = false;
     // Tier 1: the best key exactly; tier 2: same health and class, any fit.
     let mut tiers: Vec<Vec<usize>> = Vec::new();
     for exact in [true, false] {
-        let in_class = |k: &NodeKey| if exact { k == top } else { k.same_class(top) };
-        let mut tier: Vec<usize> = ranked
+        let in_class = |k: &NodeKey| if exact { *k == top } else { k.same_class(&top) };
+        let mut tier: Vec<usize> = keyed
             .iter()
             .filter(|(_, k)| in_class(k))
             .map(|(n, _)| *n)
             .collect();
         // Too small for a multi-node job: extend down the ranking.
-        for (n, _) in &ranked {
+        if tier.len() + need.required.len() < need.min_nodes.max(1) && !sorted {
+            keyed.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            sorted = true;
+        }
+        for (n, _) in &keyed {
             if tier.len() + need.required.len() >= need.min_nodes.max(1) {
                 break;
             }

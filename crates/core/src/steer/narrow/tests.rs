@@ -253,3 +253,76 @@ fn node_weight_orders_before_the_engine() {
     c[0].weight = 20 << 8;
     assert_eq!(first(&c), vec![1]);
 }
+
+/// `plan_with` as it was before it sorted only when a tier needs extending: every key ranked
+/// first (`rank_with`), the tiers read off the ranking.
+fn plan_by_full_ranking(e: &Prepared<'_>, cands: &[Candidate<'_>], need: &Need) -> Plan {
+    let mut all: Vec<usize> = cands.iter().map(|c| c.node).collect();
+    all.sort_unstable();
+    if need.gpus_per_node == 0 || need.max_calls <= 1 {
+        return Plan { tiers: vec![all] };
+    }
+    let ranked = rank_with(cands, |_, c| node_key(e, c, need.gpus_per_node));
+    let Some((_, top)) = ranked.first() else {
+        return Plan { tiers: vec![all] };
+    };
+    let mut tiers: Vec<Vec<usize>> = Vec::new();
+    for exact in [true, false] {
+        let in_class = |k: &NodeKey| if exact { k == top } else { k.same_class(top) };
+        let mut tier: Vec<usize> = ranked
+            .iter()
+            .filter(|(_, k)| in_class(k))
+            .map(|(n, _)| *n)
+            .collect();
+        for (n, _) in &ranked {
+            if tier.len() + need.required.len() >= need.min_nodes.max(1) {
+                break;
+            }
+            if !tier.contains(n) {
+                tier.push(*n);
+            }
+        }
+        tier.extend(need.required.iter().copied().filter(|r| all.contains(r)));
+        tier.sort_unstable();
+        tier.dedup();
+        if tier.len() >= need.min_nodes.max(1)
+            && tier.len() < all.len()
+            && tiers.last() != Some(&tier)
+        {
+            tiers.push(tier);
+        }
+    }
+    tiers.truncate(need.max_calls - 1);
+    tiers.push(all);
+    Plan { tiers }
+}
+
+#[test]
+fn plan_sorts_only_when_needed_and_matches_the_full_ranking() {
+    let t = dgx1v();
+    let engine = Gputopo::new();
+    let e = &Prepared::new(&engine, []);
+    let mut seed = 11;
+    for _ in 0..400 {
+        let n = 1 + (lcg(&mut seed) % 14) as usize;
+        let cands: Vec<Candidate<'_>> = (0..n)
+            .map(|i| {
+                let mut c = cand(i * 2 + 1, &t, &[]);
+                c.free = GpuSet::from_bits((lcg(&mut seed) & 0xff) as u32);
+                c.health.faulty = GpuSet::from_bits((lcg(&mut seed) & 0x11) as u32);
+                c.health.degraded = GpuSet::from_bits((lcg(&mut seed) & 0x22) as u32);
+                c.weight = 1 + lcg(&mut seed) % 2;
+                c
+            })
+            .collect();
+        let mut nd = need(
+            1 + (lcg(&mut seed) % 4) as usize,
+            1 + (lcg(&mut seed) % 5) as usize,
+        );
+        nd.max_calls = 1 + (lcg(&mut seed) % 4) as usize;
+        if lcg(&mut seed) % 3 == 0 {
+            nd.required = vec![cands[(lcg(&mut seed) as usize) % n].node];
+        }
+        assert_eq!(plan(e, &cands, &nd), plan_by_full_ranking(e, &cands, &nd));
+    }
+}
