@@ -73,6 +73,8 @@ pub struct NodeFacts {
     pub tables: Option<TopoHandle>,
     /// Slurm's scheduling weight (`sched_weight`; ranked first, as cons_tres orders nodes).
     pub weight: u64,
+    /// GPUs the agent reports warm; empty with `PreferCool=no` (a node-ranking tie-break).
+    pub warm: GpuSet,
     /// Slurm knows its GPU topology ([`crate::plugin::steer::state::NodeModel::ranked`]):
     /// only such nodes are ranked; the others wait for the final try, as cons_tres would.
     pub ranked: bool,
@@ -104,6 +106,10 @@ pub fn gather(
                 tables: model.tables.clone(),
                 ranked: model.ranked,
                 weight: nv.sched_weight(),
+                warm: match model.health.as_deref() {
+                    Some(h) if cfg.prefer_cool => h.warm.narrow(),
+                    _ => GpuSet::EMPTY,
+                },
             })
         });
         match fact {
@@ -124,6 +130,7 @@ fn candidates(facts: &[NodeFacts]) -> Vec<Candidate<'_>> {
             of_type: f.of_type,
             health: f.health,
             weight: f.weight,
+            warm: f.warm,
         })
         .collect()
 }
