@@ -43,8 +43,8 @@ Observations (written against the run of \`contrib/results-throttle.sh 20000 1\`
 per row and policy): health-only and stock slow jobs alike, since throttling is invisible to
 both (the interconnect, which differs on dgx1v, is not counted here). With 20-check spells the
 telemetry-aware policy cuts the excess slowdown (above 1.0) by a third to two fifths at 5-10 % throttled (1.068 →
-1.040 and 1.135 → 1.091 on hgx-h100) and the p95 most at 5 % (1.481 → 1.284); at 20 % the
-gain is smaller (1.253 → 1.205), as free unthrottled GPUs run short. At 20 % the slowed jobs
+1.039 and 1.135 → 1.091 on hgx-h100) and the p95 most at 5 % (1.481 → 1.282); at 20 % the
+gain is smaller (1.253 → 1.206), as free unthrottled GPUs run short. At 20 % the slowed jobs
 push the cluster near saturation and the queue grows over the run (waits of hundreds of
 checks), and there the telemetry-aware policy waits longest: keeping jobs off degraded GPUs
 ranks nodes by health before fit, which leaves fewer whole nodes free for 8-GPU jobs. The

@@ -19,9 +19,8 @@ fn publish(n: &Node) {
     assert_eq!(rc, 0, "{out}{err}");
 }
 
-#[test]
-fn each_telemetry_signal_degrades_its_gpu_only_while_sustained() {
-    let mut n = Node::new("telemetry", "dgx1v-telemetry", "", None);
+/// A gputopo.conf with a state directory, so checks remember what they saw.
+fn keep_state(n: &Node) {
     std::fs::write(
         n.dir.join("gputopo.conf"),
         format!(
@@ -30,6 +29,43 @@ fn each_telemetry_signal_degrades_its_gpu_only_while_sustained() {
         ),
     )
     .expect("gputopo.conf");
+}
+
+/// Violation counters (dgx1v-violations.fx): clean clock-event reasons, but GPU 2 ran
+/// power-capped 70 % of the time and GPU 4 at its reliability limit 90 %, so once sustained
+/// (two checks with a previous reading to compare) they are degraded; GPU 3's 20 % is under
+/// `ViolationPercent=50`, and idle clocks or sync boost are never a fault. `health --json`
+/// reports each share.
+#[test]
+fn violation_counters_are_sustained_throttling() {
+    let n = Node::new("violations", "dgx1v-violations", "", None);
+    keep_state(&n);
+    // No previous counters yet: no share, no evidence.
+    assert_eq!(bad(&n.health().1), vec![]);
+    publish(&n);
+    publish(&n);
+    let degraded = |i: u64, r: &str| (i, "degraded".to_string(), s(&[r]));
+    assert_eq!(
+        bad(&n.health().1),
+        vec![degraded(2, "power_capped"), degraded(4, "hw_slowdown")]
+    );
+    let (_, out, _, _) = n.run(&["health", "--json"]);
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let share = |gpu: usize, limit: &str| v[gpu]["throttled_pct"][limit].as_u64();
+    assert_eq!(share(2, "power"), Some(70), "{out}");
+    assert_eq!(share(2, "low_utilization"), Some(100));
+    assert_eq!(
+        (share(3, "power"), share(3, "thermal")),
+        (Some(20), Some(0))
+    );
+    assert_eq!(share(4, "reliability"), Some(90));
+    assert_eq!(share(0, "power"), None, "GPU 0 has no counters");
+}
+
+#[test]
+fn each_telemetry_signal_degrades_its_gpu_only_while_sustained() {
+    let mut n = Node::new("telemetry", "dgx1v-telemetry", "", None);
+    keep_state(&n);
     let degraded = |i: u64, r: &str| (i, "degraded".to_string(), s(&[r]));
     let planted = vec![
         degraded(1, "thermal"),

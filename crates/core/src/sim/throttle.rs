@@ -18,7 +18,8 @@
 //!   computed by the agent's own rules: each check it turns the GPU's clock-event reasons
 //!   ([`telemetry::signals`]) into the sustained `degraded` verdict through the hysteresis
 //!   ([`Track::step`], `TelemetryRaiseChecks=2`, `TelemetryClearChecks=3`) and the warm set
-//!   `w` ([`telemetry::warm`]: throttling now, not sustained yet), and the scheduler uses the
+//!   `w` ([`telemetry::warm`]: throttling now, not sustained yet; held by its own hysteresis,
+//!   `WarmRaiseChecks=1`, `WarmClearChecks=3`), and the scheduler uses the
 //!   previous check's publication (the agent reports once per interval, so a spell is seen
 //!   late and its end later still).
 //!
@@ -230,11 +231,11 @@ fn jobs(topo: &NodeTopology, s: &Scenario) -> Vec<Job> {
 type Published = (GpuSet, GpuSet);
 
 /// The agent's health check of one node: each GPU's clock-event reasons through the real
-/// telemetry rule and hysteresis.
+/// telemetry rule and hysteresis (tracks 0-4: the signals; 5: the warm set `w`).
 fn check(
     throttled: GpuSet,
     gpus: usize,
-    tracks: &mut [[Track; 5]],
+    tracks: &mut [[Track; 6]],
     p: &TelemetryPolicy,
 ) -> Published {
     let (mut degraded, mut warm) = (GpuSet::EMPTY, GpuSet::EMPTY);
@@ -251,9 +252,11 @@ fn check(
         for (i, (_, seen)) in telemetry::signals(&t, p).into_iter().enumerate() {
             track[i] = track[i].step(seen, p);
         }
-        if track.iter().any(|x| x.on) {
+        let w = &mut track[5];
+        *w = w.step(telemetry::warm_seen(&t, p), &telemetry::warm_policy(p));
+        if track[..5].iter().any(|x| x.on) {
             degraded.insert(g);
-        } else if telemetry::warm(&t, p) {
+        } else if track[5].on {
             warm.insert(g);
         }
     }
@@ -276,7 +279,7 @@ fn simulate(
     let mut memo = KeyMemo::default();
     let policy = TelemetryPolicy::default();
     let gpus = topo.len();
-    let mut tracks = vec![vec![[Track::default(); 5]; gpus]; s.nodes];
+    let mut tracks = vec![vec![[Track::default(); 6]; gpus]; s.nodes];
     let mut published: Vec<Published> = vec![(GpuSet::EMPTY, GpuSet::EMPTY); s.nodes];
     let mut alloc = vec![GpuSet::EMPTY; s.nodes];
     // Running jobs: (job, node, GPUs, start, progress).
@@ -438,7 +441,7 @@ mod tests {
     #[test]
     fn the_agent_publishes_a_sustained_throttle_as_degraded_and_a_new_one_as_warm() {
         let p = TelemetryPolicy::default();
-        let mut tracks = vec![[Track::default(); 5]; 2];
+        let mut tracks = vec![[Track::default(); 6]; 2];
         let hot = GpuSet::EMPTY.with(1);
         assert_eq!(check(hot, 2, &mut tracks, &p), (GpuSet::EMPTY, hot));
         assert_eq!(check(hot, 2, &mut tracks, &p), (hot, GpuSet::EMPTY));
