@@ -147,3 +147,30 @@ fn an_xid_storm_gives_each_reason_once_and_ignores_application_xids() {
     );
     assert_eq!(rc, 4);
 }
+
+/// The warm set `w` has the statuses' hysteresis (`WarmRaiseChecks=1`, `WarmClearChecks=3`):
+/// dgx1v-warm-quad's GPUs 0-3 (80 C of a 90 C threshold) are warm at the first check, and
+/// after they cool to 50 C they stay in `w` for two more checks, so a temperature hovering
+/// at the edge does not rewrite `Extra` at every check; the third cool check clears them.
+#[test]
+fn the_warm_set_clears_only_after_its_clear_checks() {
+    let mut n = Node::new("warm", "dgx1v-warm-quad", "", None);
+    keep_state(&n);
+    let w = |n: &Node| {
+        let (rc, extra, err, _) = n.run(&["publish", "--dry-run", "--current-extra", ""]);
+        assert_eq!(rc, 0, "{err}");
+        let v: Value = serde_json::from_str(&extra).unwrap_or_else(|e| panic!("{e}: {extra}"));
+        v["gputopo"]["w"].clone()
+    };
+    assert_eq!(w(&n), serde_json::json!([0, 1, 2, 3]), "warm at once");
+    publish(&n);
+    let text = std::fs::read_to_string(fixture("dgx1v-warm-quad")).expect("fixture");
+    let cool = n.dir.join("cool.fx");
+    std::fs::write(&cool, text.replace("Temp=80", "Temp=50")).expect("cool fixture");
+    n.fixture = cool.display().to_string();
+    for _ in 0..2 {
+        assert_eq!(w(&n), serde_json::json!([0, 1, 2, 3]), "held while cooling");
+        publish(&n);
+    }
+    assert_eq!(w(&n), Value::Null, "the third cool check clears w");
+}
