@@ -41,6 +41,7 @@ fn bench(c: &mut Criterion) {
                     degraded: GpuSet::EMPTY,
                 },
                 weight: 1 << 8,
+                warm: GpuSet::EMPTY,
             })
             .collect();
         g.throughput(Throughput::Elements(n as u64));

@@ -227,5 +227,7 @@ OBS
   done
   # The preemption scenario: contrib/results-preempt.sh writes its own fragment.
   if [ -f docs/results-preempt.md ]; then echo; cat docs/results-preempt.md; fi
+  # The throttled-GPU scenario (issue 13 item 8): contrib/results-throttle.sh writes its own.
+  if [ -f docs/results-throttle.md ]; then echo; cat docs/results-throttle.md; fi
 } >docs/results.md
 echo "wrote docs/results.md and $OUT/" >&2

@@ -14,7 +14,8 @@ use gputopo_core::health::Status;
 /// job then takes the only unthrottled pair (6,7, now PCIe only) instead of an NVLink pair of
 /// throttled GPUs, which gputopo would pick on a cool node. The job's `SystemComment` says so
 /// (item 6), a job that only n2's faulty GPUs keep from starting names them there and in
-/// `squeue`, and a 4-GPU job on n3 takes the cool one of two equal quads (item 3).
+/// `squeue`, a 4-GPU job on n3 takes the cool one of two equal quads, and of two equally
+/// good nodes a job lands on the cooler one (item 3).
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn throttled_gpus_are_used_last_and_a_down_nvlink_leaves_the_topology() {
@@ -25,6 +26,7 @@ fn throttled_gpus_are_used_last_and_a_down_nvlink_leaves_the_topology() {
             ("n1", "dgx1v-telemetry"),
             ("n2", "dgx1v-faults"),
             ("n3", "dgx1v-warm-quad"),
+            ("n4", "dgx1v-healthy"),
         ],
         "",
     ) else {
@@ -66,13 +68,16 @@ fn throttled_gpus_are_used_last_and_a_down_nvlink_leaves_the_topology() {
     );
     let _ = c.run("scancel", &[&job.to_string()]);
     explains_a_job_held_back_by_faulty_gpus(&c);
-    a_warm_quad_gives_way_to_the_equal_cool_quad(&c);
+    let held = a_warm_quad_gives_way_to_the_equal_cool_quad(&c);
+    among_equal_nodes_the_cooler_one_first(&c);
+    let _ = c.run("scancel", &[&held.to_string()]);
 }
 
 /// Issue 13 item 3: n3's GPUs 0-3 run warm (80 C of a 90 C slowdown threshold: ok, published
 /// in `w`), 4-7 cool; the two quads connect equally (NV1 bottleneck), so with `PreferCool`
 /// (the default) a 4-GPU job gets the cool quad, where the engine alone takes the lowest.
-fn a_warm_quad_gives_way_to_the_equal_cool_quad(c: &Cluster) {
+/// The job keeps running (its id is returned) for the node-level check.
+fn a_warm_quad_gives_way_to_the_equal_cool_quad(c: &Cluster) -> u32 {
     c.wait_until("n3's warm GPUs to be published", WAIT, || {
         health(c, "n3").map(|h| h.warm.narrow()) == GpuSet::parse_list("0-3").ok()
     });
@@ -88,7 +93,24 @@ fn a_warm_quad_gives_way_to_the_equal_cool_quad(c: &Cluster) {
         system_comment(c, job),
         "gputopo: n3 gpus=4-7 link=NV1 optimal=yes degraded=none"
     );
-    let _ = c.run("scancel", &[&job.to_string()]);
+    job
+}
+
+/// Issue 13 item 3, node level: with n3's cool quad held, its free GPUs are its warm quad;
+/// n4 (all cool) gets its quad 0-3 held, so its free GPUs are its other quad. The two nodes
+/// are equally good otherwise (same quad, same fit), so a 4-GPU job that may run on either
+/// lands on the cool n4, where cons_tres's own order (lowest index) takes n3.
+fn among_equal_nodes_the_cooler_one_first(c: &Cluster) {
+    c.wait_until("n4's health to be published", WAIT, || {
+        health(c, "n4").is_some_and(|h| h.warm.narrow().is_empty())
+    });
+    let hold = c.sbatch(&["-w", "n4", "--gres=gpu:4", "--wrap", "sleep 300"]);
+    c.wait_state(hold, "RUNNING", WAIT);
+    assert_eq!(c.gres_idx(hold), vec![("n4".to_string(), vec![0, 1, 2, 3])]);
+    let job = c.sbatch(&["-x", "n1,n2", "--gres=gpu:4", "--wrap", "sleep 300"]);
+    c.wait_state(job, "RUNNING", WAIT);
+    assert_eq!(c.gres_idx(job), vec![("n4".to_string(), vec![4, 5, 6, 7])]);
+    let _ = c.run("scancel", &[&hold.to_string(), &job.to_string()]);
 }
 
 /// The `SystemComment=` line of the job's record (empty when absent).

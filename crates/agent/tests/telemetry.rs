@@ -19,9 +19,8 @@ fn publish(n: &Node) {
     assert_eq!(rc, 0, "{out}{err}");
 }
 
-#[test]
-fn each_telemetry_signal_degrades_its_gpu_only_while_sustained() {
-    let mut n = Node::new("telemetry", "dgx1v-telemetry", "", None);
+/// A gputopo.conf with a state directory, so checks remember what they saw.
+fn keep_state(n: &Node) {
     std::fs::write(
         n.dir.join("gputopo.conf"),
         format!(
@@ -30,6 +29,43 @@ fn each_telemetry_signal_degrades_its_gpu_only_while_sustained() {
         ),
     )
     .expect("gputopo.conf");
+}
+
+/// Violation counters (dgx1v-violations.fx): clean clock-event reasons, but GPU 2 ran
+/// power-capped 70 % of the time and GPU 4 at its reliability limit 90 %, so once sustained
+/// (two checks with a previous reading to compare) they are degraded; GPU 3's 20 % is under
+/// `ViolationPercent=50`, and idle clocks or sync boost are never a fault. `health --json`
+/// reports each share.
+#[test]
+fn violation_counters_are_sustained_throttling() {
+    let n = Node::new("violations", "dgx1v-violations", "", None);
+    keep_state(&n);
+    // No previous counters yet: no share, no evidence.
+    assert_eq!(bad(&n.health().1), vec![]);
+    publish(&n);
+    publish(&n);
+    let degraded = |i: u64, r: &str| (i, "degraded".to_string(), s(&[r]));
+    assert_eq!(
+        bad(&n.health().1),
+        vec![degraded(2, "power_capped"), degraded(4, "hw_slowdown")]
+    );
+    let (_, out, _, _) = n.run(&["health", "--json"]);
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let share = |gpu: usize, limit: &str| v[gpu]["throttled_pct"][limit].as_u64();
+    assert_eq!(share(2, "power"), Some(70), "{out}");
+    assert_eq!(share(2, "low_utilization"), Some(100));
+    assert_eq!(
+        (share(3, "power"), share(3, "thermal")),
+        (Some(20), Some(0))
+    );
+    assert_eq!(share(4, "reliability"), Some(90));
+    assert_eq!(share(0, "power"), None, "GPU 0 has no counters");
+}
+
+#[test]
+fn each_telemetry_signal_degrades_its_gpu_only_while_sustained() {
+    let mut n = Node::new("telemetry", "dgx1v-telemetry", "", None);
+    keep_state(&n);
     let degraded = |i: u64, r: &str| (i, "degraded".to_string(), s(&[r]));
     let planted = vec![
         degraded(1, "thermal"),
@@ -110,4 +146,31 @@ fn an_xid_storm_gives_each_reason_once_and_ignores_application_xids() {
         vec![(1, "faulty".to_string(), s(&["xid_79", "xid_other_62"]))]
     );
     assert_eq!(rc, 4);
+}
+
+/// The warm set `w` has the statuses' hysteresis (`WarmRaiseChecks=1`, `WarmClearChecks=3`):
+/// dgx1v-warm-quad's GPUs 0-3 (80 C of a 90 C threshold) are warm at the first check, and
+/// after they cool to 50 C they stay in `w` for two more checks, so a temperature hovering
+/// at the edge does not rewrite `Extra` at every check; the third cool check clears them.
+#[test]
+fn the_warm_set_clears_only_after_its_clear_checks() {
+    let mut n = Node::new("warm", "dgx1v-warm-quad", "", None);
+    keep_state(&n);
+    let w = |n: &Node| {
+        let (rc, extra, err, _) = n.run(&["publish", "--dry-run", "--current-extra", ""]);
+        assert_eq!(rc, 0, "{err}");
+        let v: Value = serde_json::from_str(&extra).unwrap_or_else(|e| panic!("{e}: {extra}"));
+        v["gputopo"]["w"].clone()
+    };
+    assert_eq!(w(&n), serde_json::json!([0, 1, 2, 3]), "warm at once");
+    publish(&n);
+    let text = std::fs::read_to_string(fixture("dgx1v-warm-quad")).expect("fixture");
+    let cool = n.dir.join("cool.fx");
+    std::fs::write(&cool, text.replace("Temp=80", "Temp=50")).expect("cool fixture");
+    n.fixture = cool.display().to_string();
+    for _ in 0..2 {
+        assert_eq!(w(&n), serde_json::json!([0, 1, 2, 3]), "held while cooling");
+        publish(&n);
+    }
+    assert_eq!(w(&n), Value::Null, "the third cool check clears w");
 }

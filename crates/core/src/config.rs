@@ -29,6 +29,9 @@
 //! | `PowerCapPercent` | 100 | `power_capped` at this share of the enforced power limit (0 = reasons only) |
 //! | `PcieGenDegraded` | no | a PCIe generation below the maximum counts as `pcie_degraded` too |
 //! | `NvlinkErrorsDegraded` | 100 | `nvlink_errors` at this many NVLink errors (0 = off) |
+//! | `ViolationPercent` | 50 | a power/thermal/board/reliability violation counter throttled this share of the time since the last check counts as its signal (0 = off) |
+//! | `WarmRaiseChecks` | 1 | checks in a row a GPU must run warm before it is published in `w` |
+//! | `WarmClearChecks` | 3 | checks in a row not warm before it leaves `w` |
 //! | `TelemetryRaiseChecks` | 2 | checks in a row a telemetry signal must be seen to count |
 //! | `TelemetryClearChecks` | 3 | checks in a row without it before it stops counting |
 //! | `HealthAware` | yes | select: never allocate faulty GPUs |
@@ -156,6 +159,9 @@ pub const KEYS: &[&str] = &[
     "PowerCapPercent",
     "PcieGenDegraded",
     "NvlinkErrorsDegraded",
+    "ViolationPercent",
+    "WarmRaiseChecks",
+    "WarmClearChecks",
     "TelemetryRaiseChecks",
     "TelemetryClearChecks",
     "HealthAware",
@@ -251,6 +257,15 @@ impl Config {
                     "PcieGenDegraded" => a.telemetry.pcie_gen_degraded = boolean(v).map_err(err)?,
                     "NvlinkErrorsDegraded" => {
                         a.telemetry.nvlink_errors_degraded = num(v, u64::MAX).map_err(err)?;
+                    }
+                    "ViolationPercent" => {
+                        a.telemetry.violation_percent = num(v, 100).map_err(err)? as u32;
+                    }
+                    "WarmRaiseChecks" => {
+                        a.telemetry.warm_raise_checks = positive(v, 1_000_000).map_err(err)? as u32;
+                    }
+                    "WarmClearChecks" => {
+                        a.telemetry.warm_clear_checks = positive(v, 1_000_000).map_err(err)? as u32;
                     }
                     "TelemetryRaiseChecks" => {
                         a.telemetry.raise_checks = positive(v, 1_000_000).map_err(err)? as u32;

@@ -14,6 +14,7 @@ pub mod extra;
 mod policy;
 pub mod sticky;
 pub mod telemetry;
+pub mod violation;
 
 pub use extra::{
     ExtraError, LinkMatrix, MergeRefused, NodeHealth, Parsed, merge_extra, merge_extra_with,

@@ -1,13 +1,13 @@
 //! Telemetry exports: temperature and its thresholds, power and its enforced limit, clock-event
-//! reasons, PCIe link generation and width, NVLink error counters. Each answers from the GPU's
+//! reasons, PCIe link generation and width, NVLink error counters, violation counters. Each answers from the GPU's
 //! `Telemetry` fixture line (or its `NvLink ... Errors=`), and `NOT_SUPPORTED` where the fixture
 //! says nothing, as an old board would.
 
 use super::fixture::FakeTelemetry;
 use super::{INVALID_ARGUMENT, NOT_SUPPORTED, Rc, device_of, guard, put};
 use nvml_wrapper_sys::bindings::{
-    nvmlDevice_t, nvmlNvLinkErrorCounter_t, nvmlReturn_t, nvmlTemperatureSensors_t,
-    nvmlTemperatureThresholds_t,
+    nvmlDevice_t, nvmlNvLinkErrorCounter_t, nvmlPerfPolicyType_t, nvmlReturn_t,
+    nvmlTemperatureSensors_t, nvmlTemperatureThresholds_t, nvmlViolationTime_t,
 };
 use std::ffi::{c_uint, c_ulonglong};
 
@@ -126,6 +126,36 @@ pub unsafe extern "C" fn nvmlDeviceGetCurrentClocksThrottleReasons(
         let call = "nvmlDeviceGetCurrentClocksThrottleReasons";
         // SAFETY: forwarded caller guarantee.
         unsafe { answer(device, call, reasons, |t| t.clock_events) }
+    })
+}
+
+/// `nvmlDeviceGetViolationStatus`: the fixture's share of the time throttled, applied to the
+/// time since the epoch (NVML's reference clock in µs), so two checks any time apart see
+/// that share; `NOT_SUPPORTED` for a limit the fixture does not list.
+///
+/// # Safety
+/// Valid out pointer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetViolationStatus(
+    device: nvmlDevice_t,
+    policy: nvmlPerfPolicyType_t,
+    out: *mut nvmlViolationTime_t,
+) -> nvmlReturn_t {
+    guard(|| {
+        let now_us = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as u64);
+        let call = "nvmlDeviceGetViolationStatus";
+        // SAFETY: forwarded caller guarantee.
+        unsafe {
+            answer(device, call, out, |t| {
+                let &(_, pct) = t.violations.iter().find(|v| v.0 == policy)?;
+                Some(nvmlViolationTime_t {
+                    referenceTime: now_us,
+                    violationTime: now_us.saturating_mul(10).saturating_mul(u64::from(pct)),
+                })
+            })
+        }
     })
 }
 

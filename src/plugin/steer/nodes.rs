@@ -70,6 +70,8 @@ pub struct NodeFacts {
     pub health: HealthMasks,
     /// Slurm's scheduling weight (`sched_weight`; ranked first, as cons_tres orders nodes).
     pub weight: u64,
+    /// GPUs the agent reports warm; empty with `PreferCool=no` (a node-ranking tie-break).
+    pub warm: GpuSet,
     /// Slurm knows its GPU topology ([`crate::plugin::steer::state::NodeModel::ranked`]):
     /// only such nodes are ranked; the others wait for the final try, as cons_tres would.
     pub ranked: bool,
@@ -99,6 +101,10 @@ pub fn gather(
                 health: model.masks(cfg),
                 ranked: model.ranked,
                 weight: nv.sched_weight(),
+                warm: match model.health.as_deref() {
+                    Some(h) if cfg.prefer_cool => h.warm.narrow(),
+                    _ => GpuSet::EMPTY,
+                },
                 model,
             })
         });
@@ -118,6 +124,7 @@ fn candidate(f: &NodeFacts) -> Candidate<'_> {
         of_type: f.of_type,
         health: f.health,
         weight: f.weight,
+        warm: f.warm,
     }
 }
 

@@ -38,6 +38,21 @@ pub fn json(r: &NodeReport) -> String {
         .gpus
         .iter()
         .map(|g| {
+            // Violation counters: the share of the time since the previous check each ran
+            // throttled (absent on a first check or where NVML has no counters).
+            let throttled: serde_json::Map<String, serde_json::Value> = g
+                .nvml
+                .map(|n| {
+                    r.reading.gpus[n]
+                        .evidence
+                        .telemetry
+                        .throttled_pct
+                        .as_slice()
+                })
+                .unwrap_or_default()
+                .iter()
+                .map(|(l, pct)| (l.token().to_string(), (*pct).into()))
+                .collect();
             serde_json::json!({
                 "index": g.verdict.index,
                 "minor": g.minor,
@@ -47,6 +62,7 @@ pub fn json(r: &NodeReport) -> String {
                 "nvml_index": g.nvml,
                 "status": g.verdict.status,
                 "reasons": g.verdict.reasons,
+                "throttled_pct": throttled,
             })
             .to_string()
         })

@@ -44,7 +44,7 @@ pub struct SlurmGpu {
     pub ident: Identity,
     /// Verdict (its `index` is the Slurm GRES index).
     pub verdict: GpuHealth,
-    /// An `ok` GPU running warm this check ([`telemetry::warm`]).
+    /// An `ok` GPU running warm, as the warm hysteresis holds it ([`telemetry::warm_seen`]).
     pub warm: bool,
 }
 
@@ -135,9 +135,7 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
             .and_then(|id| id.bus_id.as_deref());
         verdict.device = Device::new(slot.minor, bus);
         let warm = verdict.status == Status::Ok
-            && slot.nvml.is_some_and(|n| {
-                telemetry::warm(&reading.gpus[n].evidence.telemetry, &a.telemetry)
-            });
+            && slot.nvml.is_some_and(|n| reading.gpus[n].evidence.warm);
         gpus.push(SlurmGpu {
             warm,
             nvml: slot.nvml,
@@ -239,9 +237,17 @@ fn apply_memory(s: &Settings, r: &mut NodeReading, remember: bool, notes: &mut V
             });
             memory.record(&key, seen.as_deref(), now, policy);
         }
+        // Throttled time since the previous check, from the counters remembered then.
+        g.evidence.telemetry.throttled_pct =
+            memory.step_counters(&key, &g.evidence.telemetry.violations);
         g.evidence.sustained = memory.step_signals(
             &key,
             &telemetry::signals(&g.evidence.telemetry, &a.telemetry),
+            &a.telemetry,
+        );
+        g.evidence.warm = memory.step_warm(
+            &key,
+            telemetry::warm_seen(&g.evidence.telemetry, &a.telemetry),
             &a.telemetry,
         );
         let held = memory.held(&key);

@@ -112,6 +112,9 @@ pub struct Evidence {
     /// The telemetry signals the hysteresis holds for this device (the caller's memory across
     /// checks, `telemetry::Track`); each becomes a degraded reason.
     pub sustained: Vec<Signal>,
+    /// The GPU runs warm, as the hysteresis holds it (`telemetry::warm_seen`): published in
+    /// `w` when its verdict is `ok`. Not evidence of a fault.
+    pub warm: bool,
 }
 
 /// Thresholds and XID lists (the health part of `gputopo.conf`).

@@ -9,12 +9,14 @@
 //! could not read the GPU's events does not count as clean.
 //!
 //! The same file keeps the hysteresis of the telemetry signals ([`XidMemory::step_signals`],
-//! policy in `telemetry`), per device and signal, so one memory serves both.
+//! policy in `telemetry`), per device and signal, and each device's last violation counters
+//! ([`XidMemory::step_counters`]), so one memory serves all three.
 //!
 //! The state is a small JSON file the agent owns (`StateDir`); [`XidMemory::parse`] rejects
 //! anything malformed, and the agent then starts afresh and says so.
 
 use super::telemetry::{Signal, TelemetryPolicy, Track};
+use super::violation::{self, Counter, Limit};
 use std::collections::BTreeMap;
 
 /// How long XIDs stick.
@@ -44,6 +46,10 @@ pub struct XidMemory {
     pub gpus: BTreeMap<String, Remembered>,
     /// Device key → signal token → its hysteresis (only tracks that are not idle).
     pub signals: BTreeMap<String, BTreeMap<String, Track>>,
+    /// Device key → violation counter token → its last reading ([`super::violation`]).
+    pub counters: BTreeMap<String, BTreeMap<String, Counter>>,
+    /// Device key → the warm set's hysteresis (only tracks that are not idle).
+    pub warm: BTreeMap<String, Track>,
 }
 
 /// Most devices and XIDs per device kept (bounds a hostile or runaway file).
@@ -57,6 +63,10 @@ struct Wire {
     gpus: BTreeMap<String, Remembered>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     signals: BTreeMap<String, BTreeMap<String, Track>>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    counters: BTreeMap<String, BTreeMap<String, Counter>>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    warm: BTreeMap<String, Track>,
 }
 
 impl XidMemory {
@@ -73,12 +83,17 @@ impl XidMemory {
             || w.gpus.values().any(|r| r.xids.len() > MAX_XIDS)
             || w.signals.len() > MAX_DEVICES
             || w.signals.values().any(|t| t.len() > Signal::ALL.len())
+            || w.counters.len() > MAX_DEVICES
+            || w.warm.len() > MAX_DEVICES
+            || w.counters.values().any(|c| c.len() > Limit::ALL.len())
         {
             return Err("too many entries".into());
         }
         Ok(XidMemory {
             gpus: w.gpus,
             signals: w.signals,
+            counters: w.counters,
+            warm: w.warm,
         })
     }
 
@@ -88,6 +103,8 @@ impl XidMemory {
             v: VERSION,
             gpus: self.gpus.clone(),
             signals: self.signals.clone(),
+            counters: self.counters.clone(),
+            warm: self.warm.clone(),
         };
         serde_json::to_string(&w).unwrap_or_else(|_| String::from("{}"))
     }
@@ -162,6 +179,48 @@ impl XidMemory {
             self.signals.remove(key);
         }
         on
+    }
+
+    /// Records device `key`'s violation counters of this check and returns the share of the
+    /// time since its previous check each ran throttled ([`violation::shares`]). Counters
+    /// this check could not read keep their last reading.
+    pub fn step_counters(&mut self, key: &str, now: &[(Limit, Counter)]) -> Vec<(Limit, u32)> {
+        if now.is_empty() {
+            return Vec::new();
+        }
+        if !self.counters.contains_key(key) && self.counters.len() >= MAX_DEVICES {
+            if let Some(k) = self.counters.keys().next().cloned() {
+                self.counters.remove(&k);
+            }
+        }
+        let last = self.counters.entry(key.to_string()).or_default();
+        let prev: Vec<(Limit, Counter)> = last
+            .iter()
+            .filter_map(|(t, c)| Some((Limit::from_token(t)?, *c)))
+            .collect();
+        last.retain(|t, _| Limit::from_token(t).is_some());
+        for &(l, c) in now {
+            last.insert(l.token().to_string(), c);
+        }
+        violation::shares(&prev, now)
+    }
+
+    /// Steps device `key`'s warm hysteresis with this check's `seen`
+    /// ([`super::telemetry::warm_seen`]) under `WarmRaiseChecks`/`WarmClearChecks` and says
+    /// whether it is warm now.
+    pub fn step_warm(&mut self, key: &str, seen: Option<bool>, p: &TelemetryPolicy) -> bool {
+        let t = self
+            .warm
+            .get(key)
+            .copied()
+            .unwrap_or_default()
+            .step(seen, &super::telemetry::warm_policy(p));
+        if t.is_idle() {
+            self.warm.remove(key);
+        } else if self.warm.contains_key(key) || self.warm.len() < MAX_DEVICES {
+            self.warm.insert(key.to_string(), t);
+        }
+        t.on
     }
 
     fn evict_oldest(&mut self) {
@@ -259,6 +318,44 @@ mod tests {
         }
         assert_eq!(m.gpus.len(), MAX_DEVICES);
         assert!(m.held("GPU-0").is_empty(), "the oldest is evicted");
+    }
+
+    #[test]
+    fn counters_give_the_share_since_the_previous_check_and_survive_the_file() {
+        let c = |at_us, ns| Counter { at_us, ns };
+        let mut m = XidMemory::default();
+        assert!(
+            m.step_counters("GPU-a", &[(Limit::Power, c(0, 0))])
+                .is_empty()
+        );
+        let m2 = XidMemory::parse(&m.to_json()).expect("round trip");
+        assert_eq!(m2, m);
+        m = m2;
+        // 10 s later, 7 s throttled; an unread check keeps the last reading.
+        assert!(m.step_counters("GPU-a", &[]).is_empty());
+        let now = [(Limit::Power, c(10_000_000, 7_000_000_000))];
+        assert_eq!(m.step_counters("GPU-a", &now), vec![(Limit::Power, 70)]);
+        assert_eq!(m.step_counters("GPU-a", &now), vec![], "no time passed");
+        assert!(
+            XidMemory::parse(r#"{"v":1,"gpus":{}}"#).is_ok(),
+            "older files"
+        );
+    }
+
+    #[test]
+    fn warm_is_held_per_device_and_idle_devices_cost_nothing() {
+        let p = TelemetryPolicy::default();
+        let mut m = XidMemory::default();
+        assert!(m.step_warm("GPU-a", Some(true), &p), "WarmRaiseChecks=1");
+        assert!(!m.step_warm("GPU-b", Some(false), &p));
+        let m2 = XidMemory::parse(&m.to_json()).expect("round trip");
+        assert_eq!(m2, m);
+        m = m2;
+        for (seen, on) in [(Some(false), true), (None, true), (Some(false), true)] {
+            assert_eq!(m.step_warm("GPU-a", seen, &p), on);
+        }
+        assert!(!m.step_warm("GPU-a", Some(false), &p), "three clean checks");
+        assert!(m.warm.is_empty());
     }
 
     mod fuzz {

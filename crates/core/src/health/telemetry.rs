@@ -14,18 +14,21 @@
 //! [`Track`] per device and signal in its state file (`sticky::XidMemory`).
 
 use super::Reading;
+use super::violation::{Counter, Limit};
 
 /// One sustained telemetry signal; each is a `degraded` reason (token in [`Signal::token`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Signal {
     /// Temperature within `ThermalMarginC` of the slowdown (or shutdown) threshold, or a
-    /// thermal clock-event reason (HW thermal, SW thermal slowdown): `thermal`.
+    /// thermal clock-event reason (HW thermal, SW thermal slowdown), or the thermal violation
+    /// counter at `ViolationPercent` since the last check: `thermal`.
     Thermal,
     /// Power draw at `PowerCapPercent` of the enforced limit, or a power clock-event reason
-    /// (SW power cap, HW power brake): `power_capped`.
+    /// (SW power cap, HW power brake), or the power violation counter: `power_capped`.
     PowerCapped,
     /// The HW slowdown clock-event reason (the board's own protection, e.g. a failed fan or
-    /// an external power-brake signal): `hw_slowdown`.
+    /// an external power-brake signal), or the board-limit or reliability violation
+    /// counter: `hw_slowdown`.
     HwSlowdown,
     /// The PCIe link trained below the card's maximum width (and, with `PcieGenDegraded=yes`,
     /// generation): `pcie_degraded`.
@@ -98,6 +101,12 @@ pub struct Telemetry {
     /// NVLink replay + recovery + CRC errors over the GPU's active links (`NotSupported` on
     /// GPUs without NVLink).
     pub nvlink_errors: Reading<u64>,
+    /// The violation counters the board supports, as read this check.
+    pub violations: Vec<(Limit, Counter)>,
+    /// Share of the time since the previous check each counter ran throttled, percent: the
+    /// caller's memory of the previous counters ([`super::violation::shares`]); empty on a first
+    /// check.
+    pub throttled_pct: Vec<(Limit, u32)>,
 }
 
 /// Telemetry thresholds (`gputopo.conf`).
@@ -113,6 +122,15 @@ pub struct TelemetryPolicy {
     pub pcie_gen_degraded: bool,
     /// `nvlink_errors` at this many errors; 0 = off. Default 100.
     pub nvlink_errors_degraded: u64,
+    /// A violation counter throttled at least this share of the time since the previous
+    /// check, in percent, is seen as its signal ([`violation`]); 0 = off. Default 50.
+    pub violation_percent: u32,
+    /// Checks in a row a GPU must be seen warm ([`warm`]) before it is published in `w`.
+    /// Default 1: `w` is only a preference, so it may come at once.
+    pub warm_raise_checks: u32,
+    /// Checks in a row not warm before it leaves `w`. Default 3, so a GPU whose temperature
+    /// hovers at the edge does not change `Extra` at every check.
+    pub warm_clear_checks: u32,
     /// Checks in a row a signal must be seen to count. Default 2.
     pub raise_checks: u32,
     /// Checks in a row without it before it stops counting. Default 3.
@@ -126,6 +144,9 @@ impl Default for TelemetryPolicy {
             power_cap_percent: 100,
             pcie_gen_degraded: false,
             nvlink_errors_degraded: 100,
+            violation_percent: 50,
+            warm_raise_checks: 1,
+            warm_clear_checks: 3,
             raise_checks: 2,
             clear_checks: 3,
         }
@@ -167,16 +188,35 @@ pub fn signals(t: &Telemetry, p: &TelemetryPolicy) -> [(Signal, Option<bool>); 5
         .value()
         .filter(|_| p.nvlink_errors_degraded > 0)
         .map(|&n| n >= p.nvlink_errors_degraded);
+    let violated = |limits: &[Limit]| {
+        t.throttled_pct
+            .iter()
+            .filter(|(l, _)| p.violation_percent > 0 && limits.contains(l))
+            .map(|&(_, pct)| Some(pct >= p.violation_percent))
+            .fold(None, or)
+    };
     [
         (
             Signal::Thermal,
-            or(hot, bits(b::SW_THERMAL | b::HW_THERMAL)),
+            or(
+                or(hot, bits(b::SW_THERMAL | b::HW_THERMAL)),
+                violated(&[Limit::Thermal]),
+            ),
         ),
         (
             Signal::PowerCapped,
-            or(power, bits(b::SW_POWER_CAP | b::HW_POWER_BRAKE)),
+            or(
+                or(power, bits(b::SW_POWER_CAP | b::HW_POWER_BRAKE)),
+                violated(&[Limit::Power]),
+            ),
         ),
-        (Signal::HwSlowdown, bits(b::HW_SLOWDOWN)),
+        (
+            Signal::HwSlowdown,
+            or(
+                bits(b::HW_SLOWDOWN),
+                violated(&[Limit::BoardLimit, Limit::Reliability]),
+            ),
+        ),
         (Signal::PcieDegraded, pcie),
         (Signal::NvlinkErrors, nvlink),
     ]
@@ -190,7 +230,8 @@ pub const WARM_MARGINS: u32 = 3;
 /// signal is seen right now without being sustained yet. Unlike [`signals`] it makes no
 /// verdict: the agent publishes it for `ok` GPUs (`Extra` key `w`) and the select plugin
 /// prefers cooler GPUs among equally connected sets, so heat spreads instead of piling up on
-/// the same cards. Unreadable telemetry is not warm.
+/// the same cards. Unreadable telemetry is not warm. The agent publishes it through its own
+/// hysteresis ([`warm_seen`], [`warm_policy`]).
 pub fn warm(t: &Telemetry, p: &TelemetryPolicy) -> bool {
     let near_limit = t.temp_c.value().is_some_and(|&temp| {
         [t.slowdown_c.value(), t.shutdown_c.value()]
@@ -209,6 +250,25 @@ pub fn warm(t: &Telemetry, p: &TelemetryPolicy) -> bool {
             )
     });
     near_limit || throttling
+}
+
+/// This check's [`warm`] as hysteresis evidence: `None` when neither the temperature nor the
+/// clock-event reasons nor a violation share could be read (no evidence either way).
+pub fn warm_seen(t: &Telemetry, p: &TelemetryPolicy) -> Option<bool> {
+    let readable = t.temp_c.value().is_some()
+        || t.clock_events.value().is_some()
+        || !t.throttled_pct.is_empty();
+    readable.then(|| warm(t, p))
+}
+
+/// The policy [`Track::step`] applies to the warm set: `WarmRaiseChecks`/`WarmClearChecks`
+/// in place of the signals' counts.
+pub fn warm_policy(p: &TelemetryPolicy) -> TelemetryPolicy {
+    TelemetryPolicy {
+        raise_checks: p.warm_raise_checks,
+        clear_checks: p.warm_clear_checks,
+        ..*p
+    }
 }
 
 /// One signal's hysteresis state on one device.
@@ -255,139 +315,4 @@ impl Track {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cool() -> Telemetry {
-        Telemetry {
-            temp_c: Reading::Value(60),
-            slowdown_c: Reading::Value(90),
-            shutdown_c: Reading::Value(95),
-            power_mw: Reading::Value(200_000),
-            power_limit_mw: Reading::Value(400_000),
-            clock_events: Reading::Value(0x1), // GPU idle: not a throttle
-            pcie_gen: Reading::Value((1, 4)),  // idle GPUs lower the generation
-            pcie_width: Reading::Value((16, 16)),
-            nvlink_errors: Reading::Value(3),
-        }
-    }
-
-    fn seen(t: &Telemetry, p: &TelemetryPolicy) -> Vec<Signal> {
-        signals(t, p)
-            .into_iter()
-            .filter(|(_, s)| *s == Some(true))
-            .map(|(g, _)| g)
-            .collect()
-    }
-
-    #[test]
-    fn warm_is_near_the_slowdown_threshold_or_throttling_now() {
-        let p = TelemetryPolicy::default();
-        assert!(!warm(&cool(), &p), "60 C of 90 C, no throttle");
-        let at = |temp| Telemetry {
-            temp_c: Reading::Value(temp),
-            ..cool()
-        };
-        assert!(!warm(&at(74), &p));
-        assert!(warm(&at(75), &p), "15 C below the slowdown threshold");
-        let capped = Telemetry {
-            clock_events: Reading::Value(reason_bits::SW_POWER_CAP),
-            ..cool()
-        };
-        assert!(warm(&capped, &p));
-        let unread = Telemetry {
-            temp_c: Reading::NotSupported,
-            clock_events: Reading::NotSupported,
-            ..cool()
-        };
-        assert!(!warm(&unread, &p), "missing telemetry is not evidence");
-    }
-
-    #[test]
-    fn each_signal_from_its_evidence() {
-        let p = TelemetryPolicy::default();
-        assert!(seen(&cool(), &p).is_empty());
-        let with = |f: fn(&mut Telemetry)| {
-            let mut t = cool();
-            f(&mut t);
-            seen(&t, &p)
-        };
-        assert_eq!(with(|t| t.temp_c = Reading::Value(85)), [Signal::Thermal]);
-        assert_eq!(
-            with(|t| t.clock_events = Reading::Value(reason_bits::HW_THERMAL)),
-            [Signal::Thermal]
-        );
-        assert_eq!(
-            with(|t| t.power_mw = Reading::Value(400_000)),
-            [Signal::PowerCapped]
-        );
-        assert_eq!(
-            with(|t| t.clock_events = Reading::Value(reason_bits::SW_POWER_CAP)),
-            [Signal::PowerCapped]
-        );
-        assert_eq!(
-            with(|t| t.clock_events = Reading::Value(reason_bits::HW_SLOWDOWN)),
-            [Signal::HwSlowdown]
-        );
-        assert_eq!(
-            with(|t| t.pcie_width = Reading::Value((4, 16))),
-            [Signal::PcieDegraded]
-        );
-        assert_eq!(
-            with(|t| t.nvlink_errors = Reading::Value(100)),
-            [Signal::NvlinkErrors]
-        );
-        let by_gen = TelemetryPolicy {
-            pcie_gen_degraded: true,
-            ..p
-        };
-        assert_eq!(seen(&cool(), &by_gen), [Signal::PcieDegraded]);
-    }
-
-    #[test]
-    fn missing_telemetry_is_no_evidence() {
-        let p = TelemetryPolicy::default();
-        let none = signals(&Telemetry::default(), &p);
-        assert!(none.iter().all(|(_, s)| s.is_none()), "{none:?}");
-        // One source read clean is enough to say "not seen".
-        let t = Telemetry {
-            clock_events: Reading::Value(0),
-            ..Telemetry::default()
-        };
-        assert_eq!(signals(&t, &p)[0], (Signal::Thermal, Some(false)));
-        assert_eq!(signals(&t, &p)[3], (Signal::PcieDegraded, None));
-    }
-
-    #[test]
-    fn hysteresis_raises_late_clears_later_and_ignores_gaps() {
-        let p = TelemetryPolicy::default();
-        let run = |seq: &[Option<bool>]| {
-            let mut t = Track::default();
-            seq.iter()
-                .map(|&s| {
-                    t = t.step(s, &p);
-                    t.on
-                })
-                .collect::<Vec<_>>()
-        };
-        let (y, n) = (Some(true), Some(false));
-        // One hot check is not sustained; two in a row are.
-        assert_eq!(run(&[y, n, y, y]), [false, false, false, true]);
-        // A gap neither raises nor breaks a run.
-        assert_eq!(run(&[y, None, y]), [false, false, true]);
-        // Clearing takes three clean checks in a row; a relapse restarts the count.
-        assert_eq!(
-            run(&[y, y, n, n, y, n, n, n]),
-            [false, true, true, true, true, true, true, false]
-        );
-        assert!(Track::default().step(n, &p).is_idle());
-    }
-
-    #[test]
-    fn tokens_round_trip() {
-        for s in Signal::ALL {
-            assert_eq!(Signal::from_token(s.token()), Some(s));
-        }
-        assert_eq!(Signal::from_token("xid_79"), None);
-    }
-}
+mod tests;

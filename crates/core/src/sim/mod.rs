@@ -36,6 +36,7 @@ pub mod metrics;
 pub mod preempt;
 pub mod rng;
 mod run;
+pub mod throttle;
 pub mod trace;
 
 pub use cluster::ClusterSpec;

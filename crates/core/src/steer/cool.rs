@@ -13,6 +13,7 @@
 use super::Placer;
 use super::repick::{Decision, NodeInput, ReplaceReason, choose_healthiest};
 use crate::gpuset::GpuSet;
+use crate::topology::NodeTopology;
 
 /// The decision with a cooler, equally connected set where the chosen one holds warm GPUs.
 /// Exclusions, whole-node jobs and sets without warm GPUs pass unchanged.
@@ -29,25 +30,46 @@ pub fn prefer_cool<P: Placer>(
         return decision;
     }
     let topo = input.topo;
-    let count = chosen.len();
-    let pool = input.usable().difference(warm);
-    let degraded = input.health.degraded;
-    let Some(cool) = choose_healthiest(placer, topo, pool, degraded, count, input.near)
-        .filter(|c| c.len() == count && c.is_subset(pool))
-    else {
+    let Some(cool) = cool_alternative(
+        placer,
+        topo,
+        input.usable(),
+        input.health.degraded,
+        chosen,
+        warm,
+        input.near,
+    ) else {
         return decision;
     };
-    let same_quality = placer.score(topo, cool) == placer.score(topo, chosen);
-    let degraded_in = |s: GpuSet| s.intersection(degraded).len();
-    if !same_quality || degraded_in(cool) > degraded_in(chosen) {
-        return decision;
-    }
     Decision::Replace {
         set: cool,
         why: ReplaceReason::Cooler,
         old_score: placer.score(topo, input.stock),
         new_score: placer.score(topo, cool),
     }
+}
+
+/// The set `PreferCool` gives instead of `chosen`: the engine's best set of its size out of
+/// `usable` without the `warm` GPUs (degraded ones only to make up the count), when it
+/// scores exactly as `chosen` does and holds no more degraded GPUs; `None` otherwise. Shared
+/// by the GPU pick ([`prefer_cool`]) and the node ranking (`narrow::node_key`), so a node
+/// ranks by the warm GPUs the job would really get there.
+pub fn cool_alternative<P: Placer>(
+    placer: &P,
+    topo: &NodeTopology,
+    usable: GpuSet,
+    degraded: GpuSet,
+    chosen: GpuSet,
+    warm: GpuSet,
+    near: GpuSet,
+) -> Option<GpuSet> {
+    let count = chosen.len();
+    let pool = usable.difference(warm);
+    let cool = choose_healthiest(placer, topo, pool, degraded, count, near)
+        .filter(|c| c.len() == count && c.is_subset(pool))?;
+    let same_quality = placer.score(topo, cool) == placer.score(topo, chosen);
+    let degraded_in = |s: GpuSet| s.intersection(degraded).len();
+    (same_quality && degraded_in(cool) <= degraded_in(chosen)).then_some(cool)
 }
 
 #[cfg(test)]

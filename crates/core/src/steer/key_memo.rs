@@ -4,7 +4,7 @@
 //! on every `select_p_job_test` call, the largest per-node cost of node steering. With the
 //! engine's tables the key depends only on those tables (interned by the decision-relevant
 //! topology, so every node of one kind shares them: `placement::tables`) and on the
-//! candidate's free GPUs, health, weight and the job's GPUs per node. So [`KeyMemos`] keeps
+//! candidate's free GPUs, health, warm GPUs, weight and the job's GPUs per node. So [`KeyMemos`] keeps
 //! one [`KeyMemo`] per set of tables, and the engine runs once per distinct state seen on
 //! any node of that kind, not once per node per call. Bounded: a full memo starts over.
 //!
@@ -94,9 +94,9 @@ impl KeyMemos {
     }
 }
 
-/// What a key depends on besides the topology: free, faulty and degraded GPU masks, GPUs
-/// per node, weight.
-type Input = (u32, u32, u32, usize, u64);
+/// What a key depends on besides the topology: free, faulty, degraded and warm GPU masks,
+/// GPUs per node, weight.
+type Input = (u32, u32, u32, u32, usize, u64);
 
 /// The [`Input`] of candidate `c` for `gpus_per_node` GPUs (one definition for the memo and
 /// the last-lookup entries, so both see every input).
@@ -105,6 +105,7 @@ fn input(c: &Candidate<'_>, gpus_per_node: usize) -> Input {
         c.free.bits(),
         c.health.faulty.bits(),
         c.health.degraded.bits(),
+        c.warm.bits(),
         gpus_per_node,
         c.weight,
     )
@@ -171,6 +172,7 @@ mod tests {
                 degraded: GpuSet::from_bits(if node % 4 == 0 { 2 } else { 0 }),
             },
             weight: 1 << 8,
+            warm: GpuSet::from_bits(if node % 5 == 0 { 0x0c } else { 0 }),
         }
     }
 
@@ -320,7 +322,9 @@ mod tests {
         };
         key(&mut memo, &Candidate { health: sick, ..c }, 2);
         key(&mut memo, &Candidate { weight: 7, ..c }, 2);
-        assert_eq!(calls.get(), 5);
+        let warm = GpuSet::from_bits(1);
+        key(&mut memo, &Candidate { warm, ..c }, 2);
+        assert_eq!(calls.get(), 6);
         for free in 0..(KeyMemo::CAPACITY as u32 + 10) {
             key(
                 &mut memo,

@@ -13,7 +13,9 @@
 //! `placement::rank` explains why the class and not the fine quality comes before fit). With
 //! no degraded GPU in play the order is exactly [`crate::placement::rank_nodes`]'s. Degraded
 //! GPUs lead because a degraded GPU costs the job more than any interconnect class (it is
-//! used only to make up the count, as in the GPU re-pick). The first tier is the top key
+//! used only to make up the count, as in the GPU re-pick). Last come the warm GPUs the
+//! job would get (`PreferCool`), so among equally good nodes the cooler one is offered first.
+//! The first tier is the top key
 //! exactly, the second the top weight, health and class at any fit. Required nodes (`--nodelist`)
 //! are in every tier. Tiers smaller than the job's minimum node count are skipped, so
 //! multi-node jobs are never starved by narrowing, and the number of cons_tres calls is
@@ -25,6 +27,7 @@
 //! faulty one). Never applied in TEST_ONLY: a transient fault must not make a job "never
 //! runnable".
 
+use super::cool::cool_alternative;
 use super::repick::healthiest_request;
 use super::{HealthMasks, Prepared};
 use crate::gpuset::GpuSet;
@@ -50,6 +53,9 @@ pub struct Candidate<'a> {
     /// up, plus Slurm's own low bits), the order cons_tres itself fills nodes in. Lower is
     /// preferred; it leads the ranking, so gputopo orders only nodes of equal weight.
     pub weight: u64,
+    /// GPUs the agent reports warm (`w`; empty with `PreferCool=no`): among otherwise equal
+    /// nodes the one that would give the job fewer of them ranks first.
+    pub warm: GpuSet,
 }
 
 /// When the health pre-filter runs.
@@ -178,7 +184,8 @@ impl Plan {
 }
 
 /// Rank key of a node that can take the job now (bigger is better): lower Slurm weight,
-/// then fewer degraded GPUs in its best set, then the engine's [`RankKey`].
+/// then fewer degraded GPUs in its best set, then the engine's [`RankKey`], then fewer warm
+/// GPUs in that set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct NodeKey {
     /// The administrator's order first: Slurm's node weight (lower is better).
@@ -187,6 +194,10 @@ pub struct NodeKey {
     pub degraded: Reverse<usize>,
     /// The engine's node order for that set.
     pub engine: RankKey,
+    /// Warm GPUs in the set the job would get there after `PreferCool`'s swap (fewer is
+    /// better): last, so it only orders nodes that are equally good otherwise, and heat
+    /// spreads across nodes as it does across a node's GPUs ([`super::cool`]).
+    pub warm: Reverse<usize>,
 }
 
 impl NodeKey {
@@ -209,10 +220,25 @@ pub fn node_key(engine: &Prepared<'_>, c: &Candidate<'_>, gpus_per_node: usize) 
         .difference(c.health.faulty);
     let (free, req) = healthiest_request(pool, c.health.degraded, gpus_per_node, GpuSet::EMPTY)?;
     let choice = engine.choose_detailed(c.topo, free, &req)?;
+    let warm_in = |s: GpuSet| s.intersection(c.warm).len();
+    let warm = match warm_in(choice.gpus) {
+        0 => 0,
+        n => cool_alternative(
+            engine,
+            c.topo,
+            pool,
+            c.health.degraded,
+            choice.gpus,
+            c.warm,
+            GpuSet::EMPTY,
+        )
+        .map_or(n, warm_in),
+    };
     Some(NodeKey {
         weight: Reverse(c.weight),
         degraded: Reverse(choice.gpus.intersection(c.health.degraded).len()),
         engine: RankKey::new(&choice.objective, pool.len() - gpus_per_node),
+        warm: Reverse(warm),
     })
 }
 

@@ -1,14 +1,18 @@
 //! One GPU's telemetry through nvml-wrapper (`gputopo_core::health::telemetry` judges it):
 //! temperature and thresholds, power and the enforced limit, clock-event reasons, PCIe link
-//! generation and width, and the NVLink error counters of its active links. nvml-wrapper has
+//! generation and width, the NVLink error counters of its active links, and the violation
+//! counters (`gputopo_core::health::violation`). nvml-wrapper has
 //! every call, so nothing here is raw. A query the board does not support is `NotSupported`,
 //! which is no evidence.
 
 use super::reading;
 use gputopo_core::health::Reading;
 use gputopo_core::health::telemetry::Telemetry;
+use gputopo_core::health::violation::{Counter, Limit};
 use nvml_wrapper::Device;
-use nvml_wrapper::enum_wrappers::device::{TemperatureSensor, TemperatureThreshold};
+use nvml_wrapper::enum_wrappers::device::{
+    PerformancePolicy, TemperatureSensor, TemperatureThreshold,
+};
 use nvml_wrapper::enum_wrappers::nv_link::ErrorCounter;
 
 /// Reads `dev`'s telemetry; sets `lost` when a call says the GPU is lost.
@@ -33,6 +37,39 @@ pub(super) fn read(dev: &Device<'_>, lost: &mut bool) -> Telemetry {
         pcie_gen: gen_cur.zip(gen_max),
         pcie_width: width_cur.zip(width_max),
         nvlink_errors: nvlink_errors(dev, lost),
+        violations: violations(dev, lost),
+        throttled_pct: Vec::new(),
+    }
+}
+
+/// The violation counters the board supports (`nvmlDeviceGetViolationStatus`, one call per
+/// limit); one that is not supported or fails is left out, as no evidence.
+fn violations(dev: &Device<'_>, lost: &mut bool) -> Vec<(Limit, Counter)> {
+    Limit::ALL
+        .into_iter()
+        .filter_map(|l| {
+            let v = reading(dev.violation_status(policy(l)), lost);
+            let v = v.value()?;
+            Some((
+                l,
+                Counter {
+                    at_us: v.reference_time,
+                    ns: v.violation_time,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// nvml-wrapper's name of a limit.
+fn policy(l: Limit) -> PerformancePolicy {
+    match l {
+        Limit::Power => PerformancePolicy::Power,
+        Limit::Thermal => PerformancePolicy::Thermal,
+        Limit::SyncBoost => PerformancePolicy::SyncBoost,
+        Limit::BoardLimit => PerformancePolicy::BoardLimit,
+        Limit::LowUtilization => PerformancePolicy::LowUtilization,
+        Limit::Reliability => PerformancePolicy::Reliability,
     }
 }
 

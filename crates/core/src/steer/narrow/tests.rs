@@ -12,6 +12,7 @@ fn cand<'a>(node: usize, topo: &'a NodeTopology, free: &[usize]) -> Candidate<'a
         of_type: topo.all(),
         health: HealthMasks::ALL_OK,
         weight: 0,
+        warm: GpuSet::EMPTY,
     }
 }
 
@@ -324,5 +325,47 @@ fn plan_sorts_only_when_needed_and_matches_the_full_ranking() {
             nd.required = vec![cands[(lcg(&mut seed) as usize) % n].node];
         }
         assert_eq!(plan(e, &cands, &nd), plan_by_full_ranking(e, &cands, &nd));
+    }
+}
+
+/// `PreferCool` at node level (issue 13 item 3): of two equally good nodes the one whose set
+/// would hold no warm GPU goes first; a node whose warm GPUs the job can avoid at equal
+/// quality is as good as a cool one; warmth never beats health, weight or the engine's order.
+#[test]
+fn among_equal_nodes_the_cooler_one_first() {
+    let t = dgx1v();
+    let engine = Gputopo::new();
+    let e = &Prepared::new(&engine, []);
+    let quad = [0, 1, 2, 3];
+    let mut c = vec![cand(0, &t, &quad), cand(1, &t, &quad)];
+    let order = |c: &[Candidate<'_>], k| -> Vec<usize> {
+        rank(e, c, k).into_iter().map(|(n, _)| n).collect()
+    };
+    assert_eq!(order(&c, 4), vec![0, 1], "no warm GPU: node index");
+    c[0].warm = set(&[2]);
+    assert_eq!(order(&c, 4), vec![1, 0]);
+    assert_eq!(plan(e, &c, &need(4, 1)).tiers[0], vec![1]);
+    // A pair: node 0 gives the cool NV2 pair (0,3) instead of (2,3): as good as node 1.
+    assert_eq!(order(&c, 2), vec![0, 1]);
+    // PreferCool=no: the plugin leaves `warm` empty.
+    c[0].warm = GpuSet::EMPTY;
+    assert_eq!(order(&c, 4), vec![0, 1]);
+    // Health and fit lead: a warm node beats a degraded one and a looser fit.
+    c[0].warm = set(&quad);
+    c[1].health.degraded = set(&[1]);
+    assert_eq!(order(&c, 4), vec![0, 1]);
+    let c = [
+        cand(0, &t, &quad).with_warm(&quad),
+        cand(1, &t, &[0, 1, 2, 3, 4, 5, 6, 7]),
+    ];
+    assert_eq!(order(&c, 4), vec![0, 1], "tighter fit first, warm or not");
+}
+
+impl Candidate<'_> {
+    fn with_warm(self, warm: &[usize]) -> Self {
+        Candidate {
+            warm: set(warm),
+            ..self
+        }
     }
 }

@@ -1,0 +1,193 @@
+//! The telemetry rule, the warm set and the hysteresis, on plain readings.
+
+use super::*;
+
+fn cool() -> Telemetry {
+    Telemetry {
+        temp_c: Reading::Value(60),
+        slowdown_c: Reading::Value(90),
+        shutdown_c: Reading::Value(95),
+        power_mw: Reading::Value(200_000),
+        power_limit_mw: Reading::Value(400_000),
+        clock_events: Reading::Value(0x1), // GPU idle: not a throttle
+        pcie_gen: Reading::Value((1, 4)),  // idle GPUs lower the generation
+        pcie_width: Reading::Value((16, 16)),
+        nvlink_errors: Reading::Value(3),
+        violations: Vec::new(),
+        throttled_pct: Vec::new(),
+    }
+}
+
+fn seen(t: &Telemetry, p: &TelemetryPolicy) -> Vec<Signal> {
+    signals(t, p)
+        .into_iter()
+        .filter(|(_, s)| *s == Some(true))
+        .map(|(g, _)| g)
+        .collect()
+}
+
+#[test]
+fn warm_is_near_the_slowdown_threshold_or_throttling_now() {
+    let p = TelemetryPolicy::default();
+    assert!(!warm(&cool(), &p), "60 C of 90 C, no throttle");
+    let at = |temp| Telemetry {
+        temp_c: Reading::Value(temp),
+        ..cool()
+    };
+    assert!(!warm(&at(74), &p));
+    assert!(warm(&at(75), &p), "15 C below the slowdown threshold");
+    let capped = Telemetry {
+        clock_events: Reading::Value(reason_bits::SW_POWER_CAP),
+        ..cool()
+    };
+    assert!(warm(&capped, &p));
+    let unread = Telemetry {
+        temp_c: Reading::NotSupported,
+        clock_events: Reading::NotSupported,
+        ..cool()
+    };
+    assert!(!warm(&unread, &p), "missing telemetry is not evidence");
+}
+
+#[test]
+fn each_signal_from_its_evidence() {
+    let p = TelemetryPolicy::default();
+    assert!(seen(&cool(), &p).is_empty());
+    let with = |f: fn(&mut Telemetry)| {
+        let mut t = cool();
+        f(&mut t);
+        seen(&t, &p)
+    };
+    assert_eq!(with(|t| t.temp_c = Reading::Value(85)), [Signal::Thermal]);
+    assert_eq!(
+        with(|t| t.clock_events = Reading::Value(reason_bits::HW_THERMAL)),
+        [Signal::Thermal]
+    );
+    assert_eq!(
+        with(|t| t.power_mw = Reading::Value(400_000)),
+        [Signal::PowerCapped]
+    );
+    assert_eq!(
+        with(|t| t.clock_events = Reading::Value(reason_bits::SW_POWER_CAP)),
+        [Signal::PowerCapped]
+    );
+    assert_eq!(
+        with(|t| t.clock_events = Reading::Value(reason_bits::HW_SLOWDOWN)),
+        [Signal::HwSlowdown]
+    );
+    assert_eq!(
+        with(|t| t.pcie_width = Reading::Value((4, 16))),
+        [Signal::PcieDegraded]
+    );
+    assert_eq!(
+        with(|t| t.nvlink_errors = Reading::Value(100)),
+        [Signal::NvlinkErrors]
+    );
+    let by_gen = TelemetryPolicy {
+        pcie_gen_degraded: true,
+        ..p
+    };
+    assert_eq!(seen(&cool(), &by_gen), [Signal::PcieDegraded]);
+}
+
+#[test]
+fn violation_shares_are_sustained_throttling() {
+    let p = TelemetryPolicy::default();
+    let with = |pct: &[(Limit, u32)]| {
+        let t = Telemetry {
+            throttled_pct: pct.to_vec(),
+            ..cool()
+        };
+        seen(&t, &p)
+    };
+    assert_eq!(with(&[(Limit::Power, 50)]), [Signal::PowerCapped]);
+    assert_eq!(with(&[(Limit::Power, 49)]), []);
+    assert_eq!(with(&[(Limit::Thermal, 80)]), [Signal::Thermal]);
+    assert_eq!(with(&[(Limit::Reliability, 100)]), [Signal::HwSlowdown]);
+    assert_eq!(with(&[(Limit::BoardLimit, 60)]), [Signal::HwSlowdown]);
+    // Idle clocks and sync boost are no fault of the GPU.
+    assert_eq!(
+        with(&[(Limit::LowUtilization, 100), (Limit::SyncBoost, 100)]),
+        []
+    );
+    let off = TelemetryPolicy {
+        violation_percent: 0,
+        ..p
+    };
+    let t = Telemetry {
+        throttled_pct: vec![(Limit::Power, 100)],
+        ..Telemetry::default()
+    };
+    assert_eq!(signals(&t, &off)[1], (Signal::PowerCapped, None));
+    // A counter alone is evidence either way when nothing else could be read.
+    let t = Telemetry {
+        throttled_pct: vec![(Limit::Power, 10)],
+        ..Telemetry::default()
+    };
+    assert_eq!(signals(&t, &p)[1], (Signal::PowerCapped, Some(false)));
+}
+
+#[test]
+fn missing_telemetry_is_no_evidence() {
+    let p = TelemetryPolicy::default();
+    let none = signals(&Telemetry::default(), &p);
+    assert!(none.iter().all(|(_, s)| s.is_none()), "{none:?}");
+    // One source read clean is enough to say "not seen".
+    let t = Telemetry {
+        clock_events: Reading::Value(0),
+        ..Telemetry::default()
+    };
+    assert_eq!(signals(&t, &p)[0], (Signal::Thermal, Some(false)));
+    assert_eq!(signals(&t, &p)[3], (Signal::PcieDegraded, None));
+}
+
+#[test]
+fn hysteresis_raises_late_clears_later_and_ignores_gaps() {
+    let p = TelemetryPolicy::default();
+    let run = |seq: &[Option<bool>]| {
+        let mut t = Track::default();
+        seq.iter()
+            .map(|&s| {
+                t = t.step(s, &p);
+                t.on
+            })
+            .collect::<Vec<_>>()
+    };
+    let (y, n) = (Some(true), Some(false));
+    // One hot check is not sustained; two in a row are.
+    assert_eq!(run(&[y, n, y, y]), [false, false, false, true]);
+    // A gap neither raises nor breaks a run.
+    assert_eq!(run(&[y, None, y]), [false, false, true]);
+    // Clearing takes three clean checks in a row; a relapse restarts the count.
+    assert_eq!(
+        run(&[y, y, n, n, y, n, n, n]),
+        [false, true, true, true, true, true, true, false]
+    );
+    assert!(Track::default().step(n, &p).is_idle());
+}
+
+#[test]
+fn warm_holds_for_its_clear_checks() {
+    let p = warm_policy(&TelemetryPolicy::default());
+    let hot = Telemetry {
+        temp_c: Reading::Value(80),
+        ..cool()
+    };
+    let mut t = Track::default();
+    let mut seq = Vec::new();
+    for x in [&hot, &cool(), &hot, &cool(), &cool(), &cool()] {
+        t = t.step(warm_seen(x, &TelemetryPolicy::default()), &p);
+        seq.push(t.on);
+    }
+    // Warm at once; a temperature hovering at the edge keeps it; three cool checks clear.
+    assert_eq!(seq, [true, true, true, true, true, false]);
+    assert_eq!(warm_seen(&Telemetry::default(), &p), None);
+}
+
+#[test]
+fn tokens_round_trip() {
+    for s in Signal::ALL {
+        assert_eq!(Signal::from_token(s.token()), Some(s));
+    }
+    assert_eq!(Signal::from_token("xid_79"), None);
+}
