@@ -133,8 +133,10 @@ fn reconfig(_assoc_clear: bool) -> Result<(), PluginError> {
     Ok(())
 }
 
-/// `priority_p_set_assoc_usage`: with classic fair share multifactor sets `usage_norm` and
-/// `usage_efctv` here; gputopo computes association usage in its loop, so this is a no-op.
+/// `priority_p_set_assoc_usage`: with classic fair share multifactor sets `usage_norm`,
+/// `usage_efctv` (and from 25.11 `fs_factor`) here; gputopo computes every association's in its
+/// loop, so this is a no-op. Slurm calls it only for a `usage_efctv` of NO_VAL (25.11.7
+/// src/common/assoc_mgr.c:3647, src/slurmctld/job_mgr.c:7064), which gputopo never leaves.
 fn set_assoc_usage(
     _assoc: Option<EntryPtr<'_, ffi::slurmdb_assoc_rec_t>>,
 ) -> Result<(), PluginError> {
