@@ -27,9 +27,13 @@ struct Series {
 }
 
 /// Every supported series. `node_select_syms[]` (src/interfaces/select.c; 22.05
-/// src/common/select.c): 36 `select_p_*` in 22.05, 31 in 24.11, 12 in 25.05 and 25.11, 13 in
-/// 26.05 (`select_p_job_mem_reduce`). Priority `syms[]`: 6 in 22.05, 8 in 24.11 and 25.05, 7
-/// from 25.11 (`calc_fs_factor` removed).
+/// src/common/select.c): 36 `select_p_*` in 22.05, 31 in 23.11 to 24.11 (24.11 adds the
+/// `will_run_data_t *` argument of `select_p_job_test`: 23.11.4 src/interfaces/select.h:58-66
+/// and 24.05.8 select.c:57-65 end at `resv_exc_t *`), 12 in 25.05 and 25.11, 13 in 26.05
+/// (`select_p_job_mem_reduce`).
+/// Priority `syms[]`: 6 in 22.05, 7 in 23.11 (`recover`, no `thread_start`, the factor list
+/// still takes `req_msg`: 23.11.4 src/interfaces/priority.c:44-69), 8 in 24.05 to 25.05, 7 from
+/// 25.11 (`calc_fs_factor` removed).
 const SERIES: &[Series] = &[
     Series {
         release: (22, 5),
@@ -37,8 +41,18 @@ const SERIES: &[Series] = &[
         priority: "22.05",
     },
     Series {
-        release: (24, 11),
+        release: (23, 11),
         select: "23.11",
+        priority: "23.11",
+    },
+    Series {
+        release: (24, 5),
+        select: "23.11",
+        priority: "24.05",
+    },
+    Series {
+        release: (24, 11),
+        select: "24.11",
         priority: "24.05",
     },
     Series {
@@ -58,29 +72,24 @@ const SERIES: &[Series] = &[
     },
 ];
 
-/// Series between the supported ones that need a port of their own first (checked against
-/// slurm-23-11-4-1 and slurm-24-05-8-1): named in the build error so nobody guesses.
-const NOT_PORTED: &[((u32, u32), &str)] = &[
-    (
-        (23, 11),
-        "no src/common/job_record.h (the record is in src/slurmctld/slurmctld.h, with 22.05's priority_array and no qos_list), and a fourth priority table (7 symbols: recover but no thread_start; the factor list still takes req_msg)",
-    ),
-    (
-        (24, 5),
-        "select_p_job_test has no will_run_data_t argument, job_record_t.part_prio is a priority_parts_t and there is no qos_list",
-    ),
-];
-
 /// Every value `select_abi` / `priority_abi` may take (for `rustc-check-cfg`).
-const SELECT_ABI_VALUES: &[&str] = &["22.05", "23.11", "25.05", "26.05"];
-const PRIORITY_ABI_VALUES: &[&str] = &["22.05", "24.05", "25.11"];
+const SELECT_ABI_VALUES: &[&str] = &["22.05", "23.11", "24.11", "25.05", "26.05"];
+const PRIORITY_ABI_VALUES: &[&str] = &["22.05", "23.11", "24.05", "25.11"];
 
 /// Ordered milestones that do not line up with the entry-point tables: `cfg(NAME)` is set for a
-/// tree at or after the release. `slurm_25_05`: `running_in_slurmctld` became a macro over
+/// tree at or after the release. `slurm_24_05`: the job record moved to
+/// src/common/job_record.h and its flat `priority_array` into `part_prio`, a
+/// `priority_parts_t` (24.05.8 job_record.h:231-235, :384; 23.11.4 still has
+/// src/slurmctld/slurmctld.h:884 `uint32_t *priority_array`). `slurm_24_11`: `job_record_t.qos_list`
+/// (multi-QOS jobs, 24.11.5 job_record.h:411) and `part_prio` became a `priority_mult_t` with
+/// `priority_array_names` (24.11.5 job_record.h:233-237; 24.05.8 names it
+/// `priority_array_parts`). `slurm_25_05`: `running_in_slurmctld` became a macro over
 /// `slurm_run_in_daemon`, `job_record_t.part_prio` became `prio_mult`. `slurm_25_11`: the stock
 /// `fini` returns `void`, `usage->fs_factor` is the only fair-share value sshare reads.
 /// `slurm_26_05`: `slurmctld_lock_t.select_node`, `priority_factors_object_t.step_id`.
 const MILESTONES: &[(u32, &str)] = &[
+    (0x18_05_00, "slurm_24_05"),
+    (0x18_0b_00, "slurm_24_11"),
     (0x19_05_00, "slurm_25_05"),
     (0x19_0b_00, "slurm_25_11"),
     (0x1a_05_00, "slurm_26_05"),
@@ -227,12 +236,6 @@ fn run() -> Result<(), String> {
         .iter()
         .find(|s| s.release == (major, minor))
         .ok_or_else(|| {
-            if let Some((_, why)) = NOT_PORTED.iter().find(|(r, _)| *r == (major, minor)) {
-                return format!(
-                    "Slurm {major}.{minor:02}.{micro} (from {}) is not supported yet: {why}",
-                    version_h.display()
-                );
-            }
             let known: Vec<String> = SERIES
                 .iter()
                 .map(|s| format!("{}.{:02}", s.release.0, s.release.1))

@@ -4,8 +4,9 @@
 #   contrib/install-plugin.sh SO DIR [--release VERSION | --stock-dir D] [--with-priority]
 #
 # Two layouts, chosen by the release the .so was built for (docs/deployment.md):
-# - Slurm 22.05 and 24.11 load every select_*.so of PluginDir in every process and fatal on a
-#   duplicate plugin_id, so DIR must be a gputopo plugin directory (the "farm" below).
+# - Slurm 22.05 to 24.11 (22.05, 23.11, 24.05, 24.11) load every select_*.so of PluginDir in every
+#   process and fatal on a duplicate plugin_id, so DIR must be a gputopo plugin directory (the
+#   "farm" below).
 # - From 25.05 only slurmctld loads a select plugin, and only the one SelectType names: DIR may be
 #   Slurm's own PluginDir (the stock dir D), and the .so is simply renamed into place there.
 #   Such a .so is recognised by its select table (no select_p_select_nodeinfo_alloc, which 25.05
@@ -40,7 +41,8 @@ while [ $# -gt 0 ]; do
     --release)
       case ${2:?--release needs a version} in
         22.05.8) stock=/usr/lib/x86_64-linux-gnu/slurm-wlm ;;
-        # 24.11.5 (contrib/slurm-install.sh) and every release installed the same way.
+        # 24.11.5 (contrib/slurm-install.sh) and every release installed the same way by hand
+        # (23.11.4, 24.05.8, 25.05.8, ...).
         *) stock=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$2/lib/slurm ;;
       esac
       shift 2 ;;

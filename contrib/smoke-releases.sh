@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A short smoke test of every Slurm release that is cached on this machine but not in the full
 # suite: CI runs the whole suite on the releases a package registry serves (22.05.8, 24.11.5)
-# and this on the rest (25.05.8, 25.11.7, 26.05.3, ... built by a site from its own tree).
+# and this on the rest (23.11.4, 24.05.8, 25.05.8, 25.11.7, 26.05.3, ... built by a site from its
+# own tree).
 #
 #   contrib/smoke-releases.sh [--skip "22.05.8 24.11.5"] [--budget SECONDS] [--summary FILE]
 #

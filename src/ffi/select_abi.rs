@@ -7,8 +7,9 @@
 //! `SLURM_VERSION_NUMBER`):
 //! - 22.05 (36 symbols, src/common/select.c): also job_signal, jobinfo_sprint,
 //!   jobinfo_xstrdup, update_node_config, resv_test; job_test takes `exc_core_bitmap`.
-//! - 23.11 to 24.11 (31, src/interfaces/select.c): job_test takes `resv_exc_t *` and
-//!   `will_run_data_t *`.
+//! - 23.11 to 24.11 (31, src/interfaces/select.c): job_test takes `resv_exc_t *`; from 24.11
+//!   also `will_run_data_t *` (`select_abi = "24.11"`; 23.11.4 src/interfaces/select.h:58-66 and
+//!   24.05.8 src/interfaces/select.c:57-65 end at `resv_exc_t *`, 24.11.5 select.c:57-66 does not).
 //! - from 25.05 (12; 13 in 26.05): only slurmctld loads a select plugin, so the state
 //!   save/restore, job_init, step, nodeinfo pack/alloc/get and every jobinfo entry point are
 //!   gone (`not(slurm_25_05)`); 26.05 adds `void select_p_job_mem_reduce(job_record_t *)`.
@@ -23,14 +24,16 @@ use std::ptr::null_mut;
 
 #[cfg(select_abi = "22.05")]
 use crate::ffi::resv_desc_msg_t;
+#[cfg(not(select_abi = "22.05"))]
+use crate::ffi::resv_exc_t;
+#[cfg(not(any(select_abi = "22.05", select_abi = "23.11")))]
+use crate::ffi::will_run_data_t;
 use crate::ffi::{SLURM_ERROR, bitstr_t, job_record_t, node_record_t, xlist};
 #[cfg(not(slurm_25_05))]
 use crate::ffi::{
     buf_t, node_states, select_jobdata_type, select_jobinfo_t, select_nodedata_type,
     select_nodeinfo_t, select_plugindata_info, step_record_t,
 };
-#[cfg(not(select_abi = "22.05"))]
-use crate::ffi::{resv_exc_t, will_run_data_t};
 
 crate::forwarding_table! {
     stock StockSelect from crate::plugin::stock::select;
@@ -48,7 +51,15 @@ crate::forwarding_table! {
         preemptee_job_list: *mut *mut xlist, exc_core_bitmap: *mut bitstr_t,
     ) -> c_int, fail = SLURM_ERROR
         => crate::plugin::steer::job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, exc_core_bitmap);
-    #[cfg(not(select_abi = "22.05"))]
+    // 23.11 and 24.05: no will_run_data_t (see the module docs).
+    #[cfg(select_abi = "23.11")]
+    guarded fn select_p_job_test(
+        job_ptr: *mut job_record_t, bitmap: *mut bitstr_t, min_nodes: u32, max_nodes: u32,
+        req_nodes: u32, mode: u16, preemptee_candidates: *mut xlist,
+        preemptee_job_list: *mut *mut xlist, resv_exc_ptr: *mut resv_exc_t,
+    ) -> c_int, fail = SLURM_ERROR
+        => crate::plugin::steer::job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, resv_exc_ptr);
+    #[cfg(not(any(select_abi = "22.05", select_abi = "23.11")))]
     guarded fn select_p_job_test(
         job_ptr: *mut job_record_t, bitmap: *mut bitstr_t, min_nodes: u32, max_nodes: u32,
         req_nodes: u32, mode: u16, preemptee_candidates: *mut xlist,
@@ -89,7 +100,7 @@ crate::forwarding_table! {
         => crate::plugin::steer::select_nodeinfo_set(job_ptr);
     #[cfg(not(slurm_25_05))]
     forward fn select_p_select_nodeinfo_get(nodeinfo: *mut select_nodeinfo_t, dinfo: select_nodedata_type, state: node_states, data: *mut c_void) -> c_int, fail = SLURM_ERROR;
-    // cons_tres 23.11/24.11 defines this as `int (void)` returning 0; the ops type is a
+    // cons_tres 23.11 to 24.11 defines this as `int (void)` returning 0; the ops type is a
     // pointer (NULL).
     #[cfg(not(slurm_25_05))]
     forward fn select_p_select_jobinfo_alloc() -> *mut select_jobinfo_t, fail = null_mut();

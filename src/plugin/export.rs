@@ -285,13 +285,16 @@ macro_rules! __entry_body {
 /// ```
 /// The implementation receives every argument and returns `Result<ret, PluginError>`; raw
 /// pointer arguments arrive as
-/// `Option<EntryPtr<'call, T>>`.
+/// `Option<EntryPtr<'call, T>>`. A line may carry `#[cfg(...)]` for the releases whose table
+/// has that entry point (or that prototype).
 #[macro_export]
 macro_rules! own_entry_points {
     ($(
+        $(#[$meta:meta])*
         fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) -> $ret:ty, fail = $fail:expr
             => $($hp:ident)::+ ;
     )*) => {$(
+        $(#[$meta])*
         #[doc = concat!("Slurm entry point `", stringify!($name), "` (gputopo's own).")]
         ///
         /// # Safety

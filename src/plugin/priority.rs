@@ -2,8 +2,9 @@
 //!
 //! The same `.so` as `select/gputopo`, installed a second time as `priority_gputopo.so` (see
 //! [`crate::plugin::export`]): this file is the role and the entry-point table, one line per
-//! `priority_p_*` of the release's `syms[]` (22.05 src/common/slurm_priority.c: 6;
-//! 24.11 and 25.05 src/interfaces/priority.c: 8; 25.11+: 7, without `calc_fs_factor`).
+//! `priority_p_*` of the release's `syms[]` (22.05 src/common/slurm_priority.c: 6; 23.11
+//! src/interfaces/priority.c: 7, `recover` but no `thread_start`, the factor list still takes
+//! the request; 24.05 to 25.05: 8; 25.11+: 7, without `calc_fs_factor`).
 //! `priority_p_calc_fs_factor` takes `long double`s and lives in the C shim
 //! `slurm-headers/priority_shim.c` (built only while the release has it).
 //!
@@ -26,6 +27,11 @@ use crate::slurm::conf::in_slurmctld;
 use crate::slurm::prio::{self, job::JobRecord, sprio};
 #[cfg(priority_abi = "22.05")]
 use crate::slurm::prio::{CtldLock, CtldLocks, job::JobsLocked};
+
+/// True where multifactor starts its decay thread in `init` because `syms[]` has no
+/// `priority_p_thread_start` (22.05; 23.11.4 priority_multifactor.c:1776 and
+/// src/interfaces/priority.c:61-69).
+const THREAD_FROM_INIT: bool = cfg!(any(priority_abi = "22.05", priority_abi = "23.11"));
 use state::{STATE, Scratch, compute};
 
 /// The priority role.
@@ -71,10 +77,9 @@ impl Role for PriorityRole {
                 "no slurmdbd: age counts from eligible time and fair share from gputopo's usage ledger"
             );
         }
-        #[cfg(priority_abi = "22.05")]
-        {
-            // 22.05 has no priority_p_thread_start: multifactor starts its thread in init and
-            // seeds the factors for sprio right away.
+        if THREAD_FROM_INIT {
+            // No priority_p_thread_start: multifactor starts its thread in init and seeds the
+            // factors for sprio right away.
             recalc::start_thread();
         }
         Ok(())
@@ -128,8 +133,10 @@ fn reconfig(_assoc_clear: bool) -> Result<(), PluginError> {
     Ok(())
 }
 
-/// `priority_p_set_assoc_usage`: with classic fair share multifactor sets `usage_norm` and
-/// `usage_efctv` here; gputopo computes association usage in its loop, so this is a no-op.
+/// `priority_p_set_assoc_usage`: with classic fair share multifactor sets `usage_norm`,
+/// `usage_efctv` (and from 25.11 `fs_factor`) here; gputopo computes every association's in its
+/// loop, so this is a no-op. Slurm calls it only for a `usage_efctv` of NO_VAL (25.11.7
+/// src/common/assoc_mgr.c:3647, src/slurmctld/job_mgr.c:7064), which gputopo never leaves.
 fn set_assoc_usage(
     _assoc: Option<EntryPtr<'_, ffi::slurmdb_assoc_rec_t>>,
 ) -> Result<(), PluginError> {
@@ -163,8 +170,8 @@ fn recover(_prio_boost: u32) -> Result<u32, PluginError> {
     Ok(0)
 }
 
-/// `priority_p_thread_start` (23.02+): start the recalculation loop.
-#[cfg(not(priority_abi = "22.05"))]
+/// `priority_p_thread_start` (24.05+): start the recalculation loop.
+#[cfg(not(any(priority_abi = "22.05", priority_abi = "23.11")))]
 fn thread_start() -> Result<(), PluginError> {
     if active() {
         recalc::start_thread();
@@ -172,15 +179,31 @@ fn thread_start() -> Result<(), PluginError> {
     Ok(())
 }
 
-/// `priority_p_get_priority_factors_list`, 23.02+: the caller holds the job/node/part read locks.
-#[cfg(not(priority_abi = "22.05"))]
+/// `priority_p_get_priority_factors_list`, 24.05+: the caller holds the job/node/part read locks.
+#[cfg(not(any(priority_abi = "22.05", priority_abi = "23.11")))]
 fn factors_list(uid: u32) -> Result<*mut ffi::xlist, PluginError> {
+    factors_list_filtered(uid, &sprio::Filter::default())
+}
+
+/// `priority_p_get_priority_factors_list`, 23.11: as 24.05's, plus the request filters of
+/// pre-23.11 clients (the caller holds the read locks, 23.11.4 proc_req.c:1610-1626).
+#[cfg(priority_abi = "23.11")]
+fn factors_list(
+    req: Option<EntryPtr<'_, ffi::priority_factors_request_msg_t>>,
+    uid: u32,
+) -> Result<*mut ffi::xlist, PluginError> {
+    factors_list_filtered(uid, &sprio::Filter::from_entry(req))
+}
+
+/// The factor list under the caller's slurmctld read locks (23.11+).
+#[cfg(not(priority_abi = "22.05"))]
+fn factors_list_filtered(uid: u32, filter: &sprio::Filter) -> Result<*mut ffi::xlist, PluginError> {
     let cfg = STATE.config();
     let _assoc = prio::AssocLock::acquire(false, false);
     Ok(sprio::factors_list_under_slurm_lock(
         &cfg,
         uid,
-        &sprio::Filter::default(),
+        filter,
         now(),
     ))
 }
@@ -201,7 +224,7 @@ fn factors_list(
     Ok(sprio::factors_list(&jobs, &cfg, uid, &filter, now()))
 }
 
-#[cfg(priority_abi = "22.05")]
+// One table for every release, a line per `priority_p_*` of its `syms[]` (see the module docs).
 crate::own_entry_points! {
     fn priority_p_set(last_prio: u32, job_ptr: *mut ffi::job_record_t) -> u32, fail = 1
         => set;
@@ -209,27 +232,20 @@ crate::own_entry_points! {
         => reconfig;
     fn priority_p_set_assoc_usage(assoc: *mut ffi::slurmdb_assoc_rec_t) -> (), fail = ()
         => set_assoc_usage;
+    // 22.05 and 23.11 still pass the request (23.11.4 src/interfaces/priority.c:51-53).
+    #[cfg(any(priority_abi = "22.05", priority_abi = "23.11"))]
     fn priority_p_get_priority_factors_list(req_msg: *mut ffi::priority_factors_request_msg_t, uid: u32)
         -> *mut ffi::xlist, fail = std::ptr::null_mut()
         => factors_list;
-    fn priority_p_job_end(job_ptr: *mut ffi::job_record_t) -> (), fail = ()
-        => job_end;
-}
-
-#[cfg(not(priority_abi = "22.05"))]
-crate::own_entry_points! {
-    fn priority_p_set(last_prio: u32, job_ptr: *mut ffi::job_record_t) -> u32, fail = 1
-        => set;
-    fn priority_p_reconfig(assoc_clear: bool) -> (), fail = ()
-        => reconfig;
-    fn priority_p_set_assoc_usage(assoc: *mut ffi::slurmdb_assoc_rec_t) -> (), fail = ()
-        => set_assoc_usage;
+    #[cfg(not(any(priority_abi = "22.05", priority_abi = "23.11")))]
     fn priority_p_get_priority_factors_list(uid: u32) -> *mut ffi::xlist, fail = std::ptr::null_mut()
         => factors_list;
     fn priority_p_job_end(job_ptr: *mut ffi::job_record_t) -> (), fail = ()
         => job_end;
+    #[cfg(not(priority_abi = "22.05"))]
     fn priority_p_recover(prio_boost: u32) -> u32, fail = 0
         => recover;
+    #[cfg(not(any(priority_abi = "22.05", priority_abi = "23.11")))]
     fn priority_p_thread_start() -> (), fail = ()
         => thread_start;
 }

@@ -15,14 +15,7 @@
 //!   heterogeneous GRES (job_scheduler.c's `select_hetero`; with another name Slurm copies the
 //!   expanded job's request over it).
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, field, release};
-
-/// Whether the cluster's Slurm release is at least major.minor.
-fn release_at_least(major: u32, minor: u32) -> bool {
-    let r = release();
-    let mut it = r.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (major, minor)
-}
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, field, release_at_least};
 
 /// `scontrol show config` run with `edit(slurm.conf)` written to etc/`name`: the exit status
 /// says whether Slurm's commands accept that file (every one parses it the same way).

@@ -56,6 +56,13 @@ pub fn release() -> String {
     std::env::var("GPUTOPO_SLURM_RELEASE").unwrap_or_else(|_| "22.05.8".into())
 }
 
+/// Whether the release under test is at least major.minor (features that came with a series).
+pub fn release_at_least(major: u32, minor: u32) -> bool {
+    let r = release();
+    let mut it = r.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (major, minor)
+}
+
 /// The select plugin tests run with (`GPUTOPO_SELECT`: `gputopo` (default) or `cons_tres`).
 pub fn select() -> String {
     std::env::var("GPUTOPO_SELECT").unwrap_or_else(|_| "gputopo".into())

@@ -236,10 +236,60 @@ fn stop_slurmdbd(dir: &str) {
         .output();
 }
 
+/// `sshare -a` columns compared between multifactor and gputopo: (account, user) → the
+/// shares as text, and the usage-derived columns as numbers. From 25.11 sshare's FairShare is
+/// the association's `usage->fs_factor` (25.11.7 src/sshare/process.c:250-256); before, sshare
+/// computes it itself with the loaded priority plugin's `calc_fs_factor` (24.11.5 :266).
+type Shares = BTreeMap<(String, String), (String, [f64; 4])>;
+
+const SSHARE_FMT: &str =
+    "Account,User,RawShares,NormShares,NormUsage,EffectvUsage,FairShare,LevelFS";
+
+fn read_sshare(c: &Cluster) -> Shares {
+    let out = c.ok("sshare", &["-a", "-n", "-P", "-o", SSHARE_FMT]);
+    out.lines()
+        .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+        .filter(|f| f.len() >= 8)
+        .map(|f| {
+            let num = |s: &str| s.parse::<f64>().unwrap_or(0.0);
+            let shares = format!("{}|{}", f[2], f[3]);
+            let usage = [num(f[4]), num(f[5]), num(f[6]), num(f[7])];
+            ((f[0].to_string(), f[1].to_string()), (shares, usage))
+        })
+        .collect()
+}
+
+/// Same associations, same shares; NormUsage, EffectvUsage, FairShare and LevelFS equal or
+/// within 1e-3 (the two clusters charge the blocker for slightly different seconds).
+fn assert_same_shares(stock: &Shares, ours: &Shares, when: &str) {
+    assert_eq!(
+        stock.keys().collect::<Vec<_>>(),
+        ours.keys().collect::<Vec<_>>(),
+        "{when}: same sshare rows"
+    );
+    for (key, (s_shares, s)) in stock {
+        let (o_shares, o) = &ours[key];
+        assert_eq!(s_shares, o_shares, "{when} {key:?} RawShares|NormShares");
+        for (i, col) in ["NormUsage", "EffectvUsage", "FairShare", "LevelFS"]
+            .iter()
+            .enumerate()
+        {
+            // `inf` (sshare's LevelFS of an account without usage) equals only itself.
+            assert!(
+                s[i] == o[i] || (s[i] - o[i]).abs() <= 1e-3,
+                "{when} {key:?} sshare {col}: multifactor {} gputopo {}",
+                s[i],
+                o[i]
+            );
+        }
+    }
+}
+
 /// Scores with slurmdbd: right after submission, and again after `periods` PriorityCalcPeriods
-/// (60 s each), when the blocker's usage has been charged to acct_a and fair share re-ranked.
-/// `flags` are extra slurm.conf lines (e.g. `PriorityFlags=NO_FAIR_TREE`).
-fn score_dbd(priority: &str, flags: &str, periods: u64) -> (Rows, Rows, String) {
+/// (60 s each), when the blocker's usage has been charged to acct_a and fair share re-ranked;
+/// `sshare -a` is read with the second scores. `flags` are extra slurm.conf lines (e.g.
+/// `PriorityFlags=NO_FAIR_TREE`).
+fn score_dbd(priority: &str, flags: &str, periods: u64) -> (Rows, Rows, String, Shares) {
     let release = super::harness::release();
     // The cluster's own directory: slurmdbd.sh keeps MariaDB and slurmdbd in DIR.dbd/ (datadir,
     // socket) on DIR's ports +150/+151, so dbd tests of two shards (two DIRs) cannot clash.
@@ -263,13 +313,14 @@ fn score_dbd(priority: &str, flags: &str, periods: u64) -> (Rows, Rows, String) 
     std::thread::sleep(std::time::Duration::from_secs(60 * periods + 5));
     let jobs: Vec<u32> = first.keys().map(|(j, _)| *j).collect();
     let second = read_sprio(&c, &jobs);
+    let shares = read_sshare(&c);
     if ours && flags.is_empty() {
         // Item 1 of issue 10 with slurmdbd, on this cluster (no second dbd cluster in CI).
         super::priority_memory::multi_qos_arrays_keep_the_heap_intact(&c);
     }
     drop(c);
     stop_slurmdbd(dir);
-    (first, second, weights)
+    (first, second, weights, shares)
 }
 
 fn assert_same(stock: &Rows, ours: &Rows, when: &str) {
@@ -306,11 +357,12 @@ fn with_slurmdbd_every_factor_matches_multifactor() {
     if !e2e_enabled() {
         return;
     }
-    let (s1, s2, sw) = score_dbd("multifactor", "", 1);
-    let (o1, o2, ow) = score_dbd("gputopo", "", 1);
-    eprintln!("multifactor: {s1:?}\n{s2:?}\ngputopo: {o1:?}\n{o2:?}");
+    let (s1, s2, sw, ss) = score_dbd("multifactor", "", 1);
+    let (o1, o2, ow, os) = score_dbd("gputopo", "", 1);
+    eprintln!("multifactor: {s1:?}\n{s2:?}\n{ss:?}\ngputopo: {o1:?}\n{o2:?}\n{os:?}");
     assert_same(&s1, &o1, "at submit");
     assert_same(&s2, &o2, "after one PriorityCalcPeriod");
+    assert_same_shares(&ss, &os, "Fair Tree, after one PriorityCalcPeriod");
     assert_eq!(sw, ow, "sprio -w");
     // The association and QOS factors are really exercised.
     assert!(s1.values().any(|r| r["ASSOC"] > 0.0) && s1.values().any(|r| r["QOS"] > 0.0));
@@ -328,11 +380,12 @@ fn with_slurmdbd_classic_fair_share_matches_multifactor() {
         return;
     }
     let flags = "PriorityFlags=NO_FAIR_TREE\n";
-    let (s1, s2, _) = score_dbd("multifactor", flags, 2);
-    let (o1, o2, _) = score_dbd("gputopo", flags, 2);
-    eprintln!("multifactor: {s1:?}\n{s2:?}\ngputopo: {o1:?}\n{o2:?}");
+    let (s1, s2, _, ss) = score_dbd("multifactor", flags, 2);
+    let (o1, o2, _, os) = score_dbd("gputopo", flags, 2);
+    eprintln!("multifactor: {s1:?}\n{s2:?}\n{ss:?}\ngputopo: {o1:?}\n{o2:?}\n{os:?}");
     assert_same(&s1, &o1, "classic, at submit");
     assert_same(&s2, &o2, "classic, after two PriorityCalcPeriods");
+    assert_same_shares(&ss, &os, "classic, after two PriorityCalcPeriods");
     let fs = |r: &Rows| r.values().map(|r| r["FAIRSHARE"]).collect::<Vec<_>>();
     assert_ne!(
         fs(&o1),

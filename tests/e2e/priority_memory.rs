@@ -13,7 +13,7 @@
 //! slurmctld, which the test sees as a controller that stopped answering or jobs that never
 //! finish.
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, release};
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, release_at_least};
 use std::time::Duration;
 
 /// Partitions p1..p3 and priority weights, shared with contrib/valgrind-priority.sh.
@@ -118,15 +118,17 @@ fn multi_partition_arrays_keep_the_heap_intact() {
 /// QOS (24.11: one priority per partition × QOS; slurmctld's split copies of the pending record
 /// hold only one per partition, which the recalculation used to read past) and two
 /// partitions, at most two tasks at a time, a slurmctld restart while it is split (a final
-/// pass and a start pass over the copies), then the purge of the finished records. 22.05 has no
-/// multi-QOS jobs: the same array over the two partitions.
+/// pass and a start pass over the copies), then the purge of the finished records. Before 24.11
+/// there are no multi-QOS jobs: the same array over the two partitions.
 ///
 /// 24.11.5 holds the pending rest of a multi-QOS array (priority 0, JobHeldAdmin) whenever it
 /// splits a task off, with stock multifactor too; the test releases it while it waits, so the
 /// array is split over and over as the multi-partition ones are.
 pub fn multi_qos_arrays_keep_the_heap_intact(c: &Cluster) {
     let _ = c.run("scancel", &["--user=root"]);
-    let multi_qos = release() != "22.05.8";
+    // Multi-QOS jobs (`job_record_t.qos_list`) exist from 24.11 (24.11.5 job_record.h:411;
+    // 23.11.4 and 24.05.8 have none).
+    let multi_qos = release_at_least(24, 11);
     let mut args = vec!["-A", "acct_b", "-p", "hi,lo", "--array=0-9%2", "-n1"];
     if multi_qos {
         args.extend(["--qos=high,low"]);

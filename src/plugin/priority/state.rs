@@ -306,7 +306,7 @@ pub fn compute<'a>(
         job.clear_factors();
         return 0;
     }
-    job.sort_partitions();
+    job.sort_partitions(s.last_part_update);
     let (accrue, fairshare) = match ext {
         Some(ext) => {
             let (submit, begin) = job.submit_and_begin();

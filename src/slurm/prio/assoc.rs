@@ -170,7 +170,7 @@ fn read_tree() -> Option<(AssocTree, Vec<*mut Assoc>)> {
 }
 
 /// Stores `fs_factor`, `usage_efctv`, `usage_norm` (and with Fair Tree `level_fs`) of every
-/// node in its record (root keeps its own). The caller holds the assoc_mgr association write lock.
+/// node in its record (root keeps its own usage and gets multifactor's effective usage of 1). The caller holds the assoc_mgr association write lock.
 fn write_tree(tree: &AssocTree, ptrs: &[*mut Assoc], fs: FsFactor) {
     for (i, a) in ptrs.iter().enumerate() {
         let n = &tree.nodes[i];
@@ -183,7 +183,12 @@ fn write_tree(tree: &AssocTree, ptrs: &[*mut Assoc], fs: FsFactor) {
         if n.is_user || (matches!(fs, FsFactor::All) && i > 0) {
             u.fs_factor = n.fs_factor;
         }
-        if i > 0 {
+        if i == 0 {
+            // Root's effective usage is 1, as multifactor's init sets it with slurmdbd (22.05.8
+            // priority_multifactor.c:1742, 24.11.5 :1804, 25.11.7 :1821); sshare shows it.
+            // SAFETY: long double field of a live usage record; write lock held.
+            unsafe { long_double_set(&mut u.usage_efctv, 1.0) };
+        } else {
             if matches!(fs, FsFactor::Users) {
                 // SAFETY: long double field of a live usage record (Fair Tree's level value).
                 unsafe { long_double_set(&mut u.level_fs, n.level_fs) };

@@ -2,7 +2,8 @@
 //!
 //! Reading mirrors what multifactor's `set_priority_factors` reads; writing mirrors what
 //! `_get_priority_internal` stores: `job_ptr->prio_factors` (weighted, xmalloc'ed, TRES arrays
-//! xcalloc'ed), the per-partition array (22.05 `priority_array`, 23.02+ `part_prio`, 25.05+ `prio_mult`), and
+//! xcalloc'ed), the per-partition array (22.05 and 23.11 `priority_array`, 24.05 `part_prio`, 25.05+
+//! `prio_mult`), and
 //! `job_ptr->priority`. The release differences are absorbed here (`cfg(priority_abi)`).
 
 use std::ffi::CStr;
@@ -29,10 +30,20 @@ pub type JobFactors = ffi::priority_factors_object_t;
 #[cfg(not(priority_abi = "22.05"))]
 pub type JobFactors = ffi::priority_factors_t;
 
-/// `job_ptr->part_prio` (23.02 to 24.11), renamed `prio_mult` in 25.05 (same
+/// The per-partition priority record: `priority_parts_t` in 24.05 (24.05.8
+/// src/common/job_record.h:231-235), `priority_mult_t` from 24.11 (24.11.5 :233-237, the
+/// partition × QOS array of multi-QOS jobs). 22.05 and 23.11 have none: a flat
+/// `job_ptr->priority_array` (23.11.4 src/slurmctld/slurmctld.h:884).
+#[cfg(all(slurm_24_05, not(slurm_24_11)))]
+pub(super) type PrioMult = ffi::priority_parts_t;
+/// See the 24.05 alias.
+#[cfg(slurm_24_11)]
+pub(super) type PrioMult = ffi::priority_mult_t;
+
+/// `job_ptr->part_prio` (24.05 to 24.11), renamed `prio_mult` in 25.05 (same
 /// `priority_mult_t *`, xmalloc'ed and owned by the job).
-#[cfg(not(priority_abi = "22.05"))]
-fn prio_mult_mut(job: &mut ffi::job_record_t) -> &mut *mut ffi::priority_mult_t {
+#[cfg(slurm_24_05)]
+fn prio_mult_mut(job: &mut ffi::job_record_t) -> &mut *mut PrioMult {
     #[cfg(not(slurm_25_05))]
     let field = &mut job.part_prio;
     #[cfg(slurm_25_05)]
@@ -41,13 +52,24 @@ fn prio_mult_mut(job: &mut ffi::job_record_t) -> &mut *mut ffi::priority_mult_t 
 }
 
 /// Reads the field [`prio_mult_mut`] names.
-#[cfg(not(priority_abi = "22.05"))]
-fn prio_mult(job: &ffi::job_record_t) -> *mut ffi::priority_mult_t {
+#[cfg(slurm_24_05)]
+fn prio_mult(job: &ffi::job_record_t) -> *mut PrioMult {
     #[cfg(not(slurm_25_05))]
     let p = job.part_prio;
     #[cfg(slurm_25_05)]
     let p = job.prio_mult;
     p
+}
+
+/// The partition-names string of [`PrioMult`]: `priority_array_parts` in 24.05 (24.05.8
+/// job_record.h:234), `priority_array_names` from 24.11 (24.11.5 :236).
+#[cfg(slurm_24_05)]
+pub(super) fn array_names(pp: &mut PrioMult) -> &mut *mut std::ffi::c_char {
+    #[cfg(not(slurm_24_11))]
+    let names = &mut pp.priority_array_parts;
+    #[cfg(slurm_24_11)]
+    let names = &mut pp.priority_array_names;
+    names
 }
 
 #[cfg(priority_abi = "22.05")]
@@ -317,7 +339,8 @@ impl<'a> JobRecord<'a> {
             buf.partitions
                 .extend(list.iter().map(|p| partition(p, tres_cnt)));
         }
-        #[cfg(not(priority_abi = "22.05"))]
+        // Multi-QOS jobs exist from 24.11 (24.11.5 job_record.h:411; no qos_list in 24.05.8).
+        #[cfg(slurm_24_11)]
         // SAFETY: qos_list holds slurmdb_qos_rec_t pointers (assoc_mgr QOS read lock by caller).
         if let Some(l) = unsafe { ListRef::<ffi::slurmdb_qos_rec_t>::from_raw(job.qos_list) } {
             buf.qos.extend(l.iter().map(qos));
@@ -354,12 +377,12 @@ impl<'a> JobRecord<'a> {
     /// the core treats missing entries as 0). 24.11 starts from zeros where multifactor
     /// reallocates (no array, or partitions changed since it was made).
     pub fn current_array(&self, len: usize, last_part_update: i64) -> Option<&[u32]> {
-        #[cfg(priority_abi = "22.05")]
+        #[cfg(not(slurm_24_05))]
         let arr = {
             let _ = last_part_update;
             self.job.priority_array
         };
-        #[cfg(not(priority_abi = "22.05"))]
+        #[cfg(slurm_24_05)]
         // SAFETY: part_prio is null or xmalloc'ed and owned by the job.
         let arr = unsafe { prio_mult(self.job).as_ref() }
             .filter(|p| p.last_update >= last_part_update)
@@ -369,15 +392,29 @@ impl<'a> JobRecord<'a> {
         unsafe { borrow_array(arr, len) }
     }
 
-    /// Sorts `part_ptr_list` by partition tier as 22.05's multifactor does before computing.
-    pub fn sort_partitions(&mut self) {
-        #[cfg(priority_abi = "22.05")]
-        if !self.job.part_ptr_list.is_null() {
+    /// Sorts `part_ptr_list` by partition tier where multifactor does before computing: 22.05
+    /// and 23.11 on every computation (23.11.4 priority_multifactor.c:628), 24.05 only when it
+    /// (re)makes the array (24.05.8 :702-715: no array yet, or partitions changed since).
+    /// From 24.11 slurmctld keeps the list sorted (24.11.5 partition_mgr.c:749).
+    pub fn sort_partitions(&mut self, last_part_update: i64) {
+        #[cfg(all(slurm_24_05, not(slurm_24_11)))]
+        // SAFETY: part_prio is null or xmalloc'ed and owned by the job.
+        let stale = unsafe { prio_mult(self.job).as_ref() }
+            .is_none_or(|p| p.priority_array.is_null() || p.last_update < last_part_update);
+        #[cfg(not(slurm_24_05))]
+        let stale = {
+            let _ = last_part_update;
+            true
+        };
+        #[cfg(not(slurm_24_11))]
+        if stale && !self.job.part_ptr_list.is_null() {
             // SAFETY: libslurmfull's list_sort with its own comparator for part_record_t lists.
             unsafe {
                 ffi::slurm_list_sort(self.job.part_ptr_list, Some(ffi::priority_sort_part_tier))
             };
         }
+        #[cfg(slurm_24_11)]
+        let _ = last_part_update;
     }
 
     /// The weighted factors stored in `prio_factors`, if any.

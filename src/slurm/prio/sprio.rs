@@ -5,7 +5,7 @@
 //! future); running jobs too with CALCULATE_RUNNING. Rows of multi-partition/QOS jobs recompute
 //! the partition, TRES and QOS terms ([`gputopo_core::priority::multifactor::sprio_row`]).
 //! 22.05: flat `priority_factors_object_t`, request filters (jobs, users, partitions) applied
-//! here. 23.02+: nested `prio_factors`, filtering is the client's. Objects and strings are
+//! here (23.11 too). 23.02+: nested `prio_factors`; from 24.05 filtering is the client's. Objects and strings are
 //! xmalloc'ed; the list's destructor is Slurm's `slurm_destroy_priority_factors_object`.
 
 use std::ffi::{CStr, c_void};
@@ -20,7 +20,8 @@ use super::xmalloc::xcalloc;
 use crate::ffi;
 use crate::slurm::list::ListRef;
 
-/// Request filters (22.05 only; 23.02+ passes none).
+/// Request filters (22.05 and 23.11, whose factor list still takes the request: 23.11.4
+/// priority_multifactor.c:1928-1930, applied by `_filter_job` :1463; 24.05+ passes none).
 #[derive(Debug, Default)]
 pub struct Filter {
     /// Job ids to keep (empty = all).
@@ -32,8 +33,8 @@ pub struct Filter {
 }
 
 impl Filter {
-    /// Reads the 22.05 request of the current RPC.
-    #[cfg(priority_abi = "22.05")]
+    /// Reads the 22.05/23.11 request of the current RPC.
+    #[cfg(any(priority_abi = "22.05", priority_abi = "23.11"))]
     pub fn from_entry(
         req: Option<crate::slurm::EntryPtr<'_, ffi::priority_factors_request_msg_t>>,
     ) -> Filter {
@@ -41,16 +42,16 @@ impl Filter {
         unsafe { Self::from_request(req.map_or(ptr::null_mut(), |r| r.as_ptr().cast())) }
     }
 
-    /// Reads a 22.05 `priority_factors_request_msg_t`.
+    /// Reads a 22.05/23.11 `priority_factors_request_msg_t`.
     ///
     /// # Safety
     /// `req` is null or the live request of the current RPC.
     pub unsafe fn from_request(req: *mut c_void) -> Filter {
-        #[cfg(priority_abi = "22.05")]
+        #[cfg(any(priority_abi = "22.05", priority_abi = "23.11"))]
         let mut f = Filter::default();
-        #[cfg(not(priority_abi = "22.05"))]
+        #[cfg(not(any(priority_abi = "22.05", priority_abi = "23.11")))]
         let f = Filter::default();
-        #[cfg(priority_abi = "22.05")]
+        #[cfg(any(priority_abi = "22.05", priority_abi = "23.11"))]
         {
             // SAFETY: caller contract.
             let Some(r) = (unsafe { req.cast::<ffi::priority_factors_request_msg_t>().as_ref() })
@@ -77,7 +78,7 @@ impl Filter {
                     .collect();
             }
         }
-        #[cfg(not(priority_abi = "22.05"))]
+        #[cfg(not(any(priority_abi = "22.05", priority_abi = "23.11")))]
         let _ = req;
         f
     }
@@ -172,14 +173,16 @@ fn rows(
     } else {
         return 0;
     }
-    #[cfg(not(priority_abi = "22.05"))]
+    // One row per partition × QOS of multi-QOS jobs (24.11+; 24.05.8 and 23.11.4 have no
+    // qos_list: one row per partition, 24.05.8 priority_multifactor.c:1968-1987, 23.11.4 :2011-2030).
+    #[cfg(slurm_24_11)]
     let qos: Vec<(*mut ffi::slurmdb_qos_rec_t, Option<QosInput>)> =
         // SAFETY: qos_list holds QOS records (assoc_mgr keeps them alive).
         match unsafe { ListRef::<ffi::slurmdb_qos_rec_t>::from_raw(rec.qos_list) } {
             Some(l) => l.iter().zip(input.qos_list.iter()).map(|(q, qi)| (q as *const _ as *mut _, Some(*qi))).collect(),
             None => vec![(rec.qos_ptr, None)],
         };
-    #[cfg(priority_abi = "22.05")]
+    #[cfg(not(slurm_24_11))]
     let qos: Vec<(*mut ffi::slurmdb_qos_rec_t, Option<QosInput>)> = vec![(rec.qos_ptr, None)];
     let mut n = 0;
     for (part, pin) in &parts {

@@ -88,7 +88,7 @@ impl JobRecord<'_> {
 
     /// Stores the per-partition/QOS array (or frees a stale one) as `_get_priority_internal`.
     pub fn store_array(&mut self, array: Option<&[u32]>, now: i64, last_part_update: i64) {
-        #[cfg(priority_abi = "22.05")]
+        #[cfg(not(slurm_24_05))]
         {
             let _ = (now, last_part_update);
             if let Some(a) = array {
@@ -96,7 +96,7 @@ impl JobRecord<'_> {
                 unsafe { store_u32s(&mut self.job.priority_array, a) };
             }
         }
-        #[cfg(not(priority_abi = "22.05"))]
+        #[cfg(slurm_24_05)]
         {
             let parts = self.job.part_ptr_list;
             let slot = super::prio_mult_mut(self.job);
@@ -106,14 +106,14 @@ impl JobRecord<'_> {
                     // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
                     unsafe { xfree(&mut pp.priority_array) };
                     // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
-                    unsafe { xfree(&mut pp.priority_array_names) };
+                    unsafe { xfree(super::array_names(pp)) };
                 }
                 // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
                 unsafe { xfree(slot) };
                 return;
             };
             if slot.is_null() {
-                *slot = xcalloc(1, size_of::<crate::ffi::priority_mult_t>()).cast();
+                *slot = xcalloc(1, size_of::<super::PrioMult>()).cast();
             }
             // SAFETY: just ensured non-null; owned by the job.
             let Some(pp) = (unsafe { slot.as_mut() }) else {
@@ -122,7 +122,7 @@ impl JobRecord<'_> {
             if pp.priority_array.is_null() || pp.last_update < last_part_update {
                 if !parts.is_null() {
                     // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
-                    unsafe { xfree(&mut pp.priority_array_names) };
+                    unsafe { xfree(super::array_names(pp)) };
                     if let Some(f) = crate::slurm::prio::PART_LIST_TO_XSTR.address() {
                         // SAFETY: `char *part_list_to_xstr(list_t *)` in slurmctld.
                         let f: unsafe extern "C" fn(
@@ -130,7 +130,7 @@ impl JobRecord<'_> {
                         )
                             -> *mut std::ffi::c_char = unsafe { std::mem::transmute(f.as_ptr()) };
                         // SAFETY: the job's partition list, part read lock held.
-                        pp.priority_array_names = unsafe { f(parts) };
+                        *super::array_names(pp) = unsafe { f(parts) };
                     }
                 }
                 // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
