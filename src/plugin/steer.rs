@@ -71,7 +71,7 @@ pub fn job_test<R: ReservationArg>(
         max_nodes,
         mode,
         preemption: job::offers_preemption(preemptee_candidates.as_ref()),
-        gres_reserved: reservation.as_ref().is_some_and(R::limits_gpus),
+        reserved: reservation.as_ref().and_then(R::gres),
     };
     let base = u32::from(mode) & ffi::SELECT_MODE_BASE;
     let planned = base == ffi::SELECT_MODE_RUN_NOW || base == ffi::SELECT_MODE_WILL_RUN;

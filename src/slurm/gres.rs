@@ -23,10 +23,12 @@ use crate::slurm::list::ListRef;
 mod alloc;
 mod digest;
 mod lookup;
+mod reserved;
 mod shared;
 mod wide;
 pub use alloc::job_alloc_gpus;
 pub use lookup::node_gres;
+pub use reserved::ResvGres;
 pub use shared::{SHARED, SharedRecord};
 
 /// The GRES name gputopo decides for.

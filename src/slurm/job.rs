@@ -9,7 +9,7 @@
 use crate::ffi;
 use crate::slurm::EntryPtr;
 use crate::slurm::bitmap::{BitmapRef, NodeIndex};
-use crate::slurm::gres::{self, CoreIndex, JobGres};
+use crate::slurm::gres::{self, CoreIndex, JobGres, ResvGres};
 use crate::slurm::list::ListRef;
 
 /// A job id as Slurm prints it (`JobId=12`).
@@ -249,29 +249,30 @@ pub fn offers_preemption(candidates: Option<&EntryPtr<'_, ffi::xlist>>) -> bool 
 
 /// The reservation argument of a `select_p_job_test` call: 22.05 passes `exc_core_bitmap`
 /// (no GRES reservations), 23.11+ a `resv_exc_t` whose `gres_list_exc`/`gres_list_inc` name
-/// GPUs (by topology record) that reservations take away from, or limit, this job.
+/// GPUs that reservations take away from, or limit, this job (see [`ResvGres`]).
 pub trait ReservationArg {
-    /// True when reservations constrain which GPUs this job may get in this call.
-    fn limits_gpus(arg: &EntryPtr<'_, Self>) -> bool
+    /// The GRES list that constrains this job's GPUs in this call, `None` when none does.
+    fn gres<'a>(arg: &EntryPtr<'a, Self>) -> Option<ResvGres<'a>>
     where
         Self: Sized;
 }
 
 impl ReservationArg for ffi::bitstr_t {
-    fn limits_gpus(_: &EntryPtr<'_, Self>) -> bool {
-        false
+    fn gres<'a>(_: &EntryPtr<'a, Self>) -> Option<ResvGres<'a>> {
+        None
     }
 }
 
 #[cfg(not(select_abi = "22.05"))]
 impl ReservationArg for ffi::resv_exc_t {
-    fn limits_gpus(arg: &EntryPtr<'_, Self>) -> bool {
+    fn gres<'a>(arg: &EntryPtr<'a, Self>) -> Option<ResvGres<'a>> {
         // SAFETY: EntryPtr vouches for the live resv_exc_t argument of this call.
         let r = unsafe { &*arg.as_ptr() };
-        let non_empty = |l: *mut ffi::xlist| {
-            // SAFETY: the reservation lists are null or live gres_state_t lists for the call.
-            unsafe { ListRef::<ffi::gres_state_t>::from_raw(l) }.is_some_and(|l| !l.is_empty())
-        };
-        non_empty(r.gres_list_exc) || non_empty(r.gres_list_inc)
+        // cons_tres reads the exclusion list first (gres_sock_list_create); job_test_resv
+        // sets at most one of the two.
+        // SAFETY: the reservation lists are null or live gres_state_t lists for the call.
+        unsafe { ResvGres::new(r.gres_list_exc, false) }
+            // SAFETY: as above.
+            .or_else(|| unsafe { ResvGres::new(r.gres_list_inc, true) })
     }
 }

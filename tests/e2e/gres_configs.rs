@@ -386,8 +386,8 @@ fn fake_gpus_conf_in_pci_order() {
 /// A reservation on a node with a faulty GPU (issue 14 item 1): jobs inside it run as with
 /// cons_tres, and none gets the faulty GPU: with GPU 2 of n1 faulty, 8 one-GPU jobs in the
 /// reservation leave exactly one waiting (stock cons_tres runs all 8, printed for
-/// comparison). GRES reservations (`TRES=gres/gpu=N`, 24.11 only) need slurmdbd (slurmctld
-/// refuses `AccountingStorageTRES=gres/gpu` without it) and are not covered here.
+/// comparison). GRES reservations (`TRES=gres/gpu=N`, 23.11+) need slurmdbd (slurmctld
+/// refuses `AccountingStorageTRES=gres/gpu` without it): `e2e::resv_gres`.
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn reservation_on_a_node_with_a_faulty_gpu() {
@@ -424,6 +424,28 @@ fn reservation_on_a_node_with_a_faulty_gpu() {
     check_one_waits(&c, &jobs);
 }
 
+/// The jobs of `jobs` that run now.
+pub(super) fn running_of(c: &Cluster, jobs: &[u32]) -> Vec<u32> {
+    jobs.iter()
+        .copied()
+        .filter(|j| c.job_state(*j).as_deref() == Some("RUNNING"))
+        .collect()
+}
+
+/// The one job of `jobs` that does not run: once Slurm has considered it (a reason is set),
+/// it is still PENDING.
+pub(super) fn assert_one_waits(c: &Cluster, jobs: &[u32]) {
+    let running = running_of(c, jobs);
+    let last = *jobs
+        .iter()
+        .find(|j| !running.contains(j))
+        .expect("one waits");
+    c.wait_until(&format!("job {last} to be considered"), WAIT, || {
+        c.job_reason(last).is_some_and(|r| r != "None")
+    });
+    assert_eq!(c.job_state(last).as_deref(), Some("PENDING"));
+}
+
 /// Of `jobs` (8 one-GPU jobs on n1), gputopo runs 7 and never GPU 2; stock runs all 8.
 fn check_one_waits(c: &Cluster, jobs: &[u32]) {
     if !gputopo() {
@@ -431,22 +453,9 @@ fn check_one_waits(c: &Cluster, jobs: &[u32]) {
         eprintln!("select/cons_tres: reservation picks {all:?}");
         return;
     }
-    let running = || -> Vec<u32> {
-        jobs.iter()
-            .copied()
-            .filter(|j| c.job_state(*j).as_deref() == Some("RUNNING"))
-            .collect()
-    };
-    c.wait_until("7 jobs to run", WAIT, || running().len() == 7);
-    let last = *jobs
-        .iter()
-        .find(|j| !running().contains(j))
-        .expect("one waits");
-    c.wait_until(&format!("job {last} to be considered"), WAIT, || {
-        c.job_reason(last).is_some_and(|r| r != "None")
-    });
-    assert_eq!(c.job_state(last).as_deref(), Some("PENDING"));
-    let got = all_running(c, &running());
+    c.wait_until("7 jobs to run", WAIT, || running_of(c, jobs).len() == 7);
+    assert_one_waits(c, jobs);
+    let got = all_running(c, &running_of(c, jobs));
     eprintln!("select/gputopo: reservation picks {got:?}");
     assert_eq!(got.len(), 7, "all but the faulty GPU in use: {got:?}");
     assert!(

@@ -17,5 +17,6 @@ mod priority_fairshare;
 mod priority_ha;
 mod priority_ledger;
 mod priority_memory;
+mod resv_gres;
 mod select;
 mod shared;

@@ -18,17 +18,23 @@ use super::preempt::{CONF, best_quad, preempt_once_with};
 
 /// A MariaDB + slurmdbd for the harness's cluster directory (contrib/slurmdbd.sh); stopped
 /// on drop.
-struct Dbd {
+pub(super) struct Dbd {
     dir: String,
     /// The slurm.conf lines that point slurmctld at it.
-    conf: String,
+    pub(super) conf: String,
 }
 
 impl Dbd {
     fn up(cluster: &str) -> Dbd {
+        Dbd::beside(cluster, "qos")
+    }
+
+    /// A slurmdbd in `DIR-<suffix>` for the harness's cluster directory DIR, registering
+    /// cluster `cluster`.
+    pub(super) fn beside(cluster: &str, suffix: &str) -> Dbd {
         // Its own directory beside the cluster's (slurmdbd.sh uses DIR.dbd and ports from
         // DIR): another test's slurmdbd for the same cluster directory never shares it.
-        let dir = format!("{}-qos", cluster_dir().display());
+        let dir = format!("{}-{suffix}", cluster_dir().display());
         let out = Command::new(repo().join("contrib/slurmdbd.sh"))
             .args(["up", "--release", &release(), "--dir", &dir])
             .args(["--cluster", cluster])

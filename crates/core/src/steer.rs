@@ -10,6 +10,8 @@
 //!   because it would hand out a faulty GPU).
 //! - [`narrow`]: which nodes to offer cons_tres first, widening step by step, ending with the
 //!   full set so a runnable job never becomes unrunnable; plus the health pre-filter.
+//! - [`reserved`]: the GPUs a GRES reservation leaves a job on a node (inside: only the
+//!   reserved ones; outside: all but those).
 //! - [`first_fit`]: the pick on a node whose topology Slurm does not know (cons_tres's own
 //!   first-fit order, minus what health rules out).
 //! - [`wide`]: health on nodes wider than the topology model (beyond 32 GPUs).
@@ -40,6 +42,7 @@ pub mod health_cache;
 pub mod key_memo;
 pub mod narrow;
 pub mod repick;
+pub mod reserved;
 pub mod shared;
 pub mod tries;
 pub mod victims;

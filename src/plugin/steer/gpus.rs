@@ -11,6 +11,7 @@
 use gputopo_core::config::SelectConfig;
 use gputopo_core::steer::cool::prefer_cool;
 use gputopo_core::steer::repick::{Constraints, Decision, NodeInput, repick};
+use gputopo_core::steer::reserved;
 use gputopo_core::steer::{HealthMasks, Prepared, first_fit};
 use gputopo_core::{GpuSet, WideSet};
 
@@ -18,7 +19,7 @@ use crate::plugin::steer::explain;
 use crate::plugin::steer::state::{Stats, SteerState};
 use crate::plugin::steer::wide::{self, OnNode, Repick};
 use crate::slurm::bitmap::NodeIndex;
-use crate::slurm::gres::GPU;
+use crate::slurm::gres::{GPU, ResvGres};
 use crate::slurm::job::JobView;
 use crate::slurm::node;
 
@@ -46,14 +47,17 @@ struct Write {
 
 /// Re-picks the GPUs of `job` on the nodes cons_tres just chose. See the module docs.
 ///
-/// With `stock_only` (GRES reservations constrain the job in ways this plugin does not model)
-/// cons_tres's pick is the only eligible set: it is kept, or its node excluded if faulty.
+/// With `reserved` (GRES reservations constrain the job) the re-pick chooses within the GPUs
+/// they allow on each node ([`reserved::of_type`]); on nodes without topology records and
+/// on wide nodes cons_tres's pick is then the only eligible set: it is kept, or its node
+/// excluded if faulty.
 pub fn repick_job(
     st: &SteerState,
     cfg: &SelectConfig,
     job: &mut JobView<'_>,
-    stock_only: bool,
+    reserved: Option<&ResvGres<'_>>,
 ) -> JobRepick {
+    let stock_only = reserved.is_some();
     let Some(res) = job.resources() else {
         return JobRepick::Done { replaced: 0 };
     };
@@ -185,10 +189,14 @@ pub fn repick_job(
                 topo,
                 stock,
                 constraints: Constraints {
-                    of_type: if stock_only {
-                        stock
-                    } else {
-                        model.of_type(req.type_id()).unwrap_or(stock)
+                    of_type: {
+                        let of_type = model.of_type(req.type_id()).unwrap_or(stock);
+                        match reserved {
+                            Some(r) => {
+                                reserved::of_type(of_type, stock, req.reserved_on(r, ni, width))
+                            }
+                            None => of_type,
+                        }
                     },
                     allocated: node_alloc.union(already),
                     shared_in_use: ng.shared_in_use(),

@@ -25,13 +25,14 @@ use crate::plugin::steer::shared;
 use crate::plugin::steer::state::{Stats, SteerState};
 use crate::plugin::steer::wide;
 use crate::slurm::bitmap::{BitmapMut, NodeIndex};
+use crate::slurm::gres::ResvGres;
 use crate::slurm::job::JobView;
 use gputopo_core::config::SelectConfig;
 use gputopo_core::steer::tries;
 
 /// Arguments of one `select_p_job_test` call that the hook reads.
 #[derive(Debug, Clone, Copy)]
-pub struct Call {
+pub struct Call<'a> {
     /// `max_nodes`.
     pub max_nodes: u32,
     /// `mode` (flag bits included).
@@ -39,9 +40,9 @@ pub struct Call {
     /// The call offers preemptable jobs: no narrowing (cons_tres may append preemptees to
     /// its output list on each successful try, and must see every node to plan preemption).
     pub preemption: bool,
-    /// GRES reservations constrain this job's GPUs (24.11 `resv_exc_t` lists): the re-pick
-    /// then keeps cons_tres's indices (it only avoids faulty GPUs by excluding the node).
-    pub gres_reserved: bool,
+    /// GRES reservations that constrain this job's GPUs (23.11+ `resv_exc_t` lists): the
+    /// re-pick then chooses within what they allow ([`gputopo_core::steer::reserved`]).
+    pub reserved: Option<ResvGres<'a>>,
 }
 
 /// Calls cons_tres through `forward`, timing it.
@@ -67,7 +68,7 @@ pub fn job_test(
     forward: impl Fn() -> c_int,
     job: &mut JobView<'_>,
     mut bitmap: BitmapMut<'_, NodeIndex>,
-    call: Call,
+    call: Call<'_>,
 ) -> c_int {
     let started = Instant::now();
     let stock_before = st.stats.stock_ns.load(std::sync::atomic::Ordering::Relaxed);
@@ -87,7 +88,7 @@ fn steer(
     forward: &impl Fn() -> c_int,
     job: &mut JobView<'_>,
     bitmap: &mut BitmapMut<'_, NodeIndex>,
-    call: Call,
+    call: Call<'_>,
 ) -> c_int {
     let cfg = st.config();
     let any = cfg.health_aware || cfg.topology_aware || cfg.node_ranking;
@@ -184,7 +185,7 @@ fn drive(
     job: &mut JobView<'_>,
     bitmap: &mut BitmapMut<'_, NodeIndex>,
     cfg: &SelectConfig,
-    call: Call,
+    call: Call<'_>,
     tiers: Vec<Vec<usize>>,
     mut excluded: Vec<NodeIndex>,
     mode: tries::Mode,
@@ -205,7 +206,7 @@ fn drive(
                 start: job.start_time(),
             }
         } else {
-            match repick_all(st, cfg, job, call.gres_reserved) {
+            match repick_all(st, cfg, job, call.reserved.as_ref()) {
                 JobRepick::Done { .. } => tries::Answer::Placed,
                 JobRepick::Exclude(nodes) => {
                     withheld.extend(&nodes);
@@ -238,9 +239,9 @@ fn repick_all(
     st: &SteerState,
     cfg: &SelectConfig,
     job: &mut JobView<'_>,
-    stock_only: bool,
+    reserved: Option<&ResvGres<'_>>,
 ) -> JobRepick {
-    match repick_job(st, cfg, job, stock_only) {
+    match repick_job(st, cfg, job, reserved) {
         JobRepick::Done { replaced } => match shared::repick_shared(st, cfg, job) {
             JobRepick::Done { replaced: more } => JobRepick::Done {
                 replaced: replaced + more,

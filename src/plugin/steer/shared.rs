@@ -32,7 +32,7 @@ pub fn tiers(
     job: &mut JobView<'_>,
     bitmap: &BitmapMut<'_, NodeIndex>,
     cfg: &SelectConfig,
-    call: Call,
+    call: Call<'_>,
 ) -> Option<Vec<Vec<usize>>> {
     let run_now = u32::from(call.mode) & ffi::SELECT_MODE_BASE == ffi::SELECT_MODE_RUN_NOW;
     let shared = job.gres_requests().iter().any(|r| r.is_shared());
