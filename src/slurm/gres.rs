@@ -21,6 +21,7 @@ use crate::slurm::bitmap::{BitIndex, Bitmap, BitmapMut, BitmapRef, GpuIndex, Nod
 use crate::slurm::list::ListRef;
 
 mod alloc;
+mod commit;
 mod digest;
 mod lookup;
 mod reserved;

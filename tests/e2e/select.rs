@@ -348,6 +348,13 @@ fn restart_and_reconfigure_mid_stream() {
             "job {job} got faulty n2:{bad}: {idx:?}"
         );
     }
+    // Slurm 23.11.4's cons_tres gives a job no GPU on a node not yet re-registered after the
+    // restart and the job would start holding none (gres_ctld.c "no resources selected"):
+    // gputopo excludes the node instead (JobGres::commit_would_take_none).
+    assert!(
+        !c.slurmctld_log().contains("no resources selected"),
+        "a job started without its GPUs being recorded"
+    );
 }
 
 /// A bad gputopo.conf is reported in slurmctld.log and the defaults apply (jobs still get

@@ -84,6 +84,17 @@ pub fn repick_job(
             continue;
         }
         for (job_node, &ni) in nodes.iter().enumerate() {
+            if req.commit_would_take_none(ni) {
+                // cons_tres gave the node no GPU; Slurm would start the job without
+                // recording any (see the method): exclude it, the job waits instead.
+                let name = node::view(job, ni).map(|v| v.name().to_string());
+                log::warn!(
+                    "JobId={job_id}: cons_tres selected no GPU on node {}; node excluded for this try",
+                    name.as_deref().unwrap_or("?")
+                );
+                exclude.push(ni);
+                continue;
+            }
             // A missing node or GRES state keeps cons_tres's pick.
             let Some(nv) = node::view(job, ni) else {
                 continue;
