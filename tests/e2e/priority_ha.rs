@@ -10,7 +10,7 @@
 //! under the primary after the failback is in the ledger only if the backup's second takeover
 //! reads the file again instead of reusing what it held when it relinquished control.
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled};
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, release_at_least};
 use super::priority_ledger::{EXTRA, assert_exact_with, job_time};
 
 /// Waits until the controller whose log `log` returns has, after the first `from` bytes of
@@ -37,6 +37,14 @@ fn short_job(c: &Cluster) -> f64 {
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn backup_controller_takes_over_and_hands_back_the_ledger() {
     if !e2e_enabled() {
+        return;
+    }
+    // Slurm 24.05.8 itself does not hand control back: after a failback its backup logs
+    // "REQUEST_CONTROL reply but backup not completely done relinquishing control" and keeps
+    // running as a controller (stock cons_tres with priority/basic too, on this harness), so
+    // the hand-back cannot be checked there.
+    if release_at_least(24, 5) && !release_at_least(24, 11) {
+        eprintln!("skipped: Slurm 24.05's backup does not return to standby on failback");
         return;
     }
     let c = Cluster::up(Opts {
