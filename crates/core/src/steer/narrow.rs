@@ -304,7 +304,7 @@ pub fn plan_with(
     let mut tiers: Vec<Vec<usize>> = Vec::new();
     for exact in [true, false] {
         let in_class = |k: &NodeKey| if exact { *k == top } else { k.same_class(&top) };
-        let mut tier: Vec<usize> = keyed
+        let tier: Vec<usize> = keyed
             .iter()
             .filter(|(_, k)| in_class(k))
             .map(|(n, _)| *n)
@@ -314,27 +314,38 @@ pub fn plan_with(
             keyed.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
             sorted = true;
         }
-        for (n, _) in &keyed {
-            if tier.len() + need.required.len() >= need.min_nodes.max(1) {
-                break;
-            }
-            if !tier.contains(n) {
-                tier.push(*n);
-            }
-        }
-        tier.extend(need.required.iter().copied().filter(|r| all.contains(r)));
-        tier.sort_unstable();
-        tier.dedup();
-        if tier.len() >= need.min_nodes.max(1)
-            && tier.len() < all.len()
-            && tiers.last() != Some(&tier)
-        {
-            tiers.push(tier);
-        }
+        complete_tier(tier, &keyed, need, &all, &mut tiers);
     }
     tiers.truncate(need.max_calls - 1);
     tiers.push(all);
     Plan { tiers }
+}
+
+/// Completes one candidate tier and keeps it if it is worth a try: extended down `ranked`
+/// (best first) until a multi-node job's minimum fits, the required nodes added; kept only
+/// when it is big enough, smaller than `all` and not the tier before it again.
+pub(super) fn complete_tier(
+    mut tier: Vec<usize>,
+    ranked: &[(usize, NodeKey)],
+    need: &Need,
+    all: &[usize],
+    tiers: &mut Vec<Vec<usize>>,
+) {
+    for (n, _) in ranked {
+        if tier.len() + need.required.len() >= need.min_nodes.max(1) {
+            break;
+        }
+        if !tier.contains(n) {
+            tier.push(*n);
+        }
+    }
+    tier.extend(need.required.iter().copied().filter(|r| all.contains(r)));
+    tier.sort_unstable();
+    tier.dedup();
+    if tier.len() >= need.min_nodes.max(1) && tier.len() < all.len() && tiers.last() != Some(&tier)
+    {
+        tiers.push(tier);
+    }
 }
 
 /// In WILL_RUN, a narrowed try is accepted only when it lets the job start now: a later

@@ -270,28 +270,12 @@ fn plan_by_full_ranking(e: &Prepared<'_>, cands: &[Candidate<'_>], need: &Need) 
     let mut tiers: Vec<Vec<usize>> = Vec::new();
     for exact in [true, false] {
         let in_class = |k: &NodeKey| if exact { k == top } else { k.same_class(top) };
-        let mut tier: Vec<usize> = ranked
+        let tier: Vec<usize> = ranked
             .iter()
             .filter(|(_, k)| in_class(k))
             .map(|(n, _)| *n)
             .collect();
-        for (n, _) in &ranked {
-            if tier.len() + need.required.len() >= need.min_nodes.max(1) {
-                break;
-            }
-            if !tier.contains(n) {
-                tier.push(*n);
-            }
-        }
-        tier.extend(need.required.iter().copied().filter(|r| all.contains(r)));
-        tier.sort_unstable();
-        tier.dedup();
-        if tier.len() >= need.min_nodes.max(1)
-            && tier.len() < all.len()
-            && tiers.last() != Some(&tier)
-        {
-            tiers.push(tier);
-        }
+        complete_tier(tier, &ranked, need, &all, &mut tiers);
     }
     tiers.truncate(need.max_calls - 1);
     tiers.push(all);
