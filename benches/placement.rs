@@ -259,7 +259,7 @@ criterion_group!(benches, bench_decisions, bench_tables, bench_rank);
 /// its setup (tables built, memo warm, or cleared for `16-cold`). Callgrind's total for `n`
 /// minus its total for `0` divided by `n` is the cost of one repetition; cases are
 /// `8` / `8-detailed` / `8-near` (one DGX-1V decision of the 256-case batch, no near /
-/// full answer / near = socket), `16-warm`, `16-cold` (DGX-2, pick) and `rank10k` (one
+/// full answer / near = socket), `8-near-hgx` (the same on HGX H100), `16-warm`, `16-cold` (DGX-2, pick) and `rank10k` (one
 /// ranking of 10,000 DGX-1V and HGX H100 nodes, k = 4).
 fn count(spec: &str) {
     let (case, n) = spec.split_once(':').unwrap_or((spec, "0"));
@@ -290,6 +290,7 @@ fn count(spec: &str) {
         "8" => decide(&fixtures::dgx1v(), false, false, false),
         "8-detailed" => decide(&fixtures::dgx1v(), false, true, false),
         "8-near" => decide(&fixtures::dgx1v(), true, false, false),
+        "8-near-hgx" => decide(&fixtures::hgx_h100(), true, false, false),
         "16-warm" => decide(&fixtures::dgx2(), false, false, false),
         "16-cold" => decide(&fixtures::dgx2(), false, false, true),
         "rank10k" => {

@@ -66,11 +66,17 @@ pub(crate) fn decide(
                 });
             }
             let (sets, head) = tiers.tier(free);
+            // No set holds more than `k` near GPUs, nor more than there are: the first set
+            // that reaches that is the answer (the tier is in tie-break order).
+            let most = near.count_ones().min(k as u32);
             let mut best: Option<(u32, u32)> = None;
             for &s in sets {
                 let c = (u32::from(s) & near).count_ones();
                 if best.is_none_or(|(_, bc)| c > bc) {
                     best = Some((u32::from(s), c));
+                    if c == most {
+                        break;
+                    }
                 }
             }
             return best.map(|(set, near)| Decision { set, head, near });
