@@ -58,7 +58,9 @@ pub enum Request {
 ///   (gres_sock_list.c:858 `gres_find_job_by_key_exact_type`), which a `gpu` entry never
 ///   matches, and a reserved GPU that no job holds is free for shares
 ///   (gres_sock_list.c:222 filters only GPUs allocated whole). Jobs outside the reservation may
-///   take shares of its GPUs.
+///   take shares of its GPUs. (From 25.05 cons_tres itself gives a job inside a reservation
+///   no GRES the reservation does not hold, gres_sock_list.c:83 in 25.05.8 to 26.05.3: such a
+///   shard job is never placed, so there is nothing to re-pick.)
 pub fn by_gpu(request: Request, topology_records: bool) -> bool {
     request == Request::Gpu && topology_records
 }
