@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # gres.conf, fake GPU devices and fake_gpus.conf for contrib/cluster.sh `up`, sourced by it
-# (uses its variables: dir, nodes, topo, gres_conf, node_gres, node_topology, plain_gres,
+# (uses its variables: dir, nodes, topo, gres_conf, node_gres, node_gres_of, node_topology, plain_gres,
 # fake_gpus, repo, here).
 gputopo_bin() {
   if [ -n "${GPUTOPO_BIN:-}" ]; then echo "$GPUTOPO_BIN"; return; fi
@@ -38,12 +38,20 @@ write_gres_from_file() {
   : > "$dir/etc/gres.conf"
   for i in $(seq "$nodes"); do
     node=n$i
+    NODE_GRES[$node]=$(list_value "$node_gres_of" "$node")
+    [ -n "${NODE_GRES[$node]}" ] || NODE_GRES[$node]=$node_gres
     mkdir -p "$dir/dev/$node"
     for minor in $(seq 0 $((total - 1))); do
       [ -e "$dir/dev/$node/nvidia$minor" ] || mknod "$dir/dev/$node/nvidia$minor" c 195 "$minor"
     done
     while IFS= read -r line || [ -n "$line" ]; do
-      case $line in ''|'#'*) continue ;; NodeName=*|[Aa]uto[Dd]etect=*) ;; *) line="NodeName=$node $line" ;; esac
+      case $line in
+        ''|'#'*) continue ;;
+        # A line for one node (NodeName=nX): written once, in that node's turn (its @DEV@).
+        NodeName=n[0-9]\ *|NodeName=n[0-9][0-9]\ *) [ "${line%% *}" = "NodeName=$node" ] || continue ;;
+        NodeName=*|[Aa]uto[Dd]etect=*) ;;
+        *) line="NodeName=$node $line" ;;
+      esac
       echo "${line//@DEV@/$dir/dev/$node}"
     done < "$gres_conf" >> "$dir/etc/gres.conf"
   done

@@ -12,6 +12,7 @@
 #                         [--fake-gpus FILE] [--plain-gres]
 #                         [--gres-conf FILE --node-gres GRES]
 #                         [--node-topology nX=NAME|FILE,...] [--node-weight nX=W,...]
+#                         [--node-gres-of nX=GRES,...]
 #                         [--backup]          # a second slurmctld (SlurmctldHost) in standby
 #   contrib/cluster.sh down [--dir DIR]
 #   contrib/cluster.sh env  [--dir DIR]     # prints: export SLURM_CONF=... PATH=...
@@ -34,10 +35,13 @@
 # --extra-conf lines replace generated slurm.conf lines with the same key (NodeName= and
 # PartitionName= lines are added; a line "Key=" with no value only removes the generated one).
 # --select gputopo writes SelectType=select/gputopo_cons_tres (docs/deployment.md). --gres-conf replaces the generated gres.conf by FILE, written
-# once per node with "NodeName=nX " in front of each line that has none and @DEV@ replaced by
+# once per node with "NodeName=nX " in front of each line that has none (a "NodeName=nX" line
+# only in nX's turn) and @DEV@ replaced by
 # that node's fake device directory (e.g. "Name=gpu File=@DEV@/nvidia[0-7]", the plain form);
 # --node-gres is then the nodes' Gres= in slurm.conf (e.g. gpu:8 or gpu:a100:4,gpu:v100:4) and
 # its total gpu count of fake devices nvidia0.. is made per node (shard/mps entries make none).
+# --node-gres-of gives listed nodes another Gres= (without commas, e.g. n2=gpu:8 beside
+# --node-gres gpu:8,shard:32); slurm.conf then gets one NodeName= line per node.
 # The gputopo binary (gres.conf) is $GPUTOPO_BIN, or target/release/gputopo
 # ($CARGO_TARGET_DIR honoured), built with cargo if missing.
 # --node-topology gives listed nodes another topology than --topology (a mixed fleet), and
@@ -278,7 +282,7 @@ EOC
       echo "HealthCheckProgram=$health_program"
       echo "HealthCheckInterval=$health_interval"
     fi
-    if [ -z "$node_topology$node_weight" ]; then
+    if [ -z "$node_topology$node_weight$node_gres_of" ]; then
       echo "NodeName=n[1-$nodes] NodeHostname=$(hostname -s) NodeAddr=$ctld_addr Port=[$((port_base + 1))-$lastport] Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=$gres State=UNKNOWN"
     else
       local i w
@@ -434,7 +438,7 @@ cmd=${1:-}
 [ $# -gt 0 ] && shift
 dir=${GPUTOPO_CLUSTER_DIR:-/tmp/gputopo-cluster}
 restart_what= release= nodes=1 topo_arg= select=gputopo priority=basic extra_conf= gputopo_conf=
-health_program= health_interval=60 ctld_debug=info plugin_dir= fake_gpus= plain_gres= gres_conf= node_gres= node_topology= node_weight=
+health_program= health_interval=60 ctld_debug=info plugin_dir= fake_gpus= plain_gres= gres_conf= node_gres= node_topology= node_weight= node_gres_of=
 backup= ctld_addr=127.0.0.1
 while [ $# -gt 0 ]; do
   case $1 in
@@ -457,6 +461,7 @@ while [ $# -gt 0 ]; do
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     --gres-conf) gres_conf=$(realpath "$2"); shift 2 ;;
     --node-gres) node_gres=$2; shift 2 ;;
+    --node-gres-of) node_gres_of=$2; shift 2 ;;
     --node-topology) node_topology=$2; shift 2 ;;
     --node-weight) node_weight=$2; shift 2 ;;
     *) die "unknown argument '$1' (see --help)" ;;

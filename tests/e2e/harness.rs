@@ -188,6 +188,7 @@ impl Cluster {
         for (flag, v) in [
             ("--node-topology", &opts.node_topology),
             ("--node-weight", &opts.node_weight),
+            ("--node-gres-of", &opts.node_gres_of),
         ] {
             if let Some(v) = v {
                 args.extend([flag.into(), v.clone()]);

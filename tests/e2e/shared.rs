@@ -44,7 +44,7 @@ fn shared_cluster(name: &str, per_gpu: u32) -> Cluster {
 
 /// The job's GPU indices on its one node: `GRES=gpu:v100:2(IDX:0-1)`, `shard:4(IDX:5)`
 /// (22.05), or 24.11's per-GPU shares `shard:4(0/4,4/4,0/4,...)`.
-fn gpus_of(c: &Cluster, job: u32) -> Vec<usize> {
+pub(super) fn gpus_of(c: &Cluster, job: u32) -> Vec<usize> {
     let a = c.gres_idx(job);
     assert_eq!(a.len(), 1, "job {job} on one node: {a:?}");
     let idx = a.into_iter().next().map(|(_, idx)| idx).unwrap_or_default();

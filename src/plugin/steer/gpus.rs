@@ -48,9 +48,10 @@ struct Write {
 /// Re-picks the GPUs of `job` on the nodes cons_tres just chose. See the module docs.
 ///
 /// With `reserved` (GRES reservations constrain the job) the re-pick chooses within the GPUs
-/// they allow on each node ([`reserved::of_type`]); on nodes without topology records and
-/// on wide nodes cons_tres's pick is then the only eligible set: it is kept, or its node
-/// excluded if faulty.
+/// they allow on each node ([`reserved::of_type`]); on wide nodes cons_tres's pick is then
+/// the only eligible set: it is kept, or its node excluded if faulty. On nodes without
+/// topology records a reservation holds a count that cons_tres already applied
+/// ([`reserved::by_gpu`]): the first-fit re-pick (healthy free GPUs) applies as without one.
 pub fn repick_job(
     st: &SteerState,
     cfg: &SelectConfig,
@@ -143,7 +144,8 @@ pub fn repick_job(
             };
             if !model.ranked {
                 // cons_tres selected a count only; the commit would take the first free GPUs.
-                if whole || stock_only || req.type_id().is_some() {
+                let by_gpu = reserved::by_gpu(reserved::Request::Gpu, false);
+                if whole || (stock_only && by_gpu) || req.type_id().is_some() {
                     continue;
                 }
                 let count = usize::try_from(req.selected_count(ni)).unwrap_or(usize::MAX);

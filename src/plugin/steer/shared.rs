@@ -47,7 +47,9 @@ struct Write {
 }
 
 /// Checks (and rewrites) the shares of every shared request on the nodes cons_tres chose.
-/// Nothing is written unless no node has to be excluded.
+/// Nothing is written unless no node has to be excluded. GRES reservations of `gres/gpu` do
+/// not constrain shares in cons_tres ([`gputopo_core::steer::reserved::by_gpu`]), so none
+/// are read here: a replacement may take any healthy GPU cons_tres could have used.
 pub fn repick_shared(st: &SteerState, cfg: &SelectConfig, job: &mut JobView<'_>) -> JobRepick {
     if !cfg.health_aware {
         return JobRepick::Done { replaced: 0 };

@@ -41,6 +41,8 @@ pub struct Opts {
     pub node_topology: Option<String>,
     /// Slurm `Weight=` of some nodes (`n1=10,n2=1`).
     pub node_weight: Option<String>,
+    /// Another `Gres=` for some nodes than `gres_conf`'s (`n2=gpu:8`; values without commas).
+    pub node_gres_of: Option<String>,
     /// Command words put in front of every slurmctld start (`env GLIBC_TUNABLES=...`,
     /// `valgrind ...`): cluster.sh's GPUTOPO_SLURMCTLD_PREFIX.
     pub slurmctld_prefix: Option<String>,
@@ -66,6 +68,7 @@ impl Default for Opts {
             gres_conf: None,
             node_topology: None,
             node_weight: None,
+            node_gres_of: None,
             slurmctld_prefix: None,
             backup: false,
         }

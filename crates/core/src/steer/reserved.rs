@@ -16,6 +16,10 @@
 //! set), the plugin cannot know what cons_tres honoured: cons_tres's pick is the only
 //! eligible set, kept when healthy, its node withheld when not (the behaviour before GRES
 //! reservations were read).
+//!
+//! Where the rule applies ([`by_gpu`]): only to whole-GPU requests on nodes with topology
+//! records. On a node without them a reservation holds a count, which cons_tres has already
+//! applied; shared GRES (`shard`, `mps`) are not constrained by a `gres/gpu` reservation.
 
 use crate::gpuset::GpuSet;
 
@@ -30,6 +34,35 @@ pub enum Reserved {
     Except(GpuSet),
     /// The reservation's state could not be read for this node (unexpected sizes).
     Unknown,
+}
+
+/// What a GPU request asks for, as far as reservations of `gres/gpu` are concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// Whole GPUs (`--gres=gpu...`).
+    Gpu,
+    /// Shares of GPUs (`--gres=shard...`, `--gres=mps...`).
+    Shared,
+}
+
+/// Whether a `gres/gpu` reservation constrains which GPUs of a node `request` may get, GPU by
+/// GPU (Slurm 24.11.5):
+/// - a whole-GPU request on a node with topology records: yes, each GPU is tested
+///   (src/plugins/select/cons_tres/gres_sock_list.c:206, `_can_use_gres_exc_topo`);
+/// - on a node without them (plain `File=` lines): no. The reservation holds a count there
+///   (gres_select_filter.c:1816 sets no bits, so its `gres_bit_alloc[node]` is NULL), cons_tres
+///   caps or reduces the job's count (gres_sock_list.c:123 `_handle_gres_exc_basic`, :86
+///   `_by_type`), and the commit takes any free GPUs (src/stepmgr/gres_stepmgr.c:524-561): a
+///   re-pick of as many other free GPUs keeps every count;
+/// - a shared request: no. The reservation's list is searched by the request's own plugin id
+///   (gres_sock_list.c:858 `gres_find_job_by_key_exact_type`), which a `gpu` entry never
+///   matches, and a reserved GPU that no job holds is free for shares
+///   (gres_sock_list.c:222 filters only GPUs allocated whole). Jobs outside the reservation may
+///   take shares of its GPUs. (From 25.05 cons_tres itself gives a job inside a reservation
+///   no GRES the reservation does not hold, gres_sock_list.c:83 in 25.05.8 to 26.05.3: such a
+///   shard job is never placed, so there is nothing to re-pick.)
+pub fn by_gpu(request: Request, topology_records: bool) -> bool {
+    request == Request::Gpu && topology_records
 }
 
 /// The GPUs the re-pick may choose from on a node: `of_type` (the request's type) within
@@ -84,6 +117,14 @@ mod tests {
     #[test]
     fn no_reservation_leaves_the_type() {
         assert_eq!(of_type(set("0-3"), set("1"), Reserved::Free), set("0-3"));
+    }
+
+    #[test]
+    fn only_whole_gpus_on_nodes_with_topology_records_are_constrained_gpu_by_gpu() {
+        assert!(by_gpu(Request::Gpu, true));
+        assert!(!by_gpu(Request::Gpu, false), "a count on plain nodes");
+        assert!(!by_gpu(Request::Shared, true), "shards: other plugin id");
+        assert!(!by_gpu(Request::Shared, false));
     }
 
     #[test]
