@@ -144,8 +144,10 @@ pub fn repick_job(
             };
             if !model.ranked {
                 // cons_tres selected a count only; the commit would take the first free GPUs.
-                let by_gpu = reserved::by_gpu(reserved::Request::Gpu, false);
-                if whole || (stock_only && by_gpu) || req.type_id().is_some() {
+                // A reservation binds GPU by GPU only where Slurm has topology records
+                // (`reserved::by_gpu`): here it held a count, which cons_tres applied.
+                let binds = stock_only && reserved::by_gpu(reserved::Request::Gpu, model.ranked);
+                if whole || binds || req.type_id().is_some() {
                     continue;
                 }
                 let count = usize::try_from(req.selected_count(ni)).unwrap_or(usize::MAX);
