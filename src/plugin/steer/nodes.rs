@@ -87,10 +87,11 @@ pub fn gather(
 ) -> (Vec<NodeFacts>, Vec<NodeIndex>) {
     let mut facts = Vec::with_capacity(nodes.len());
     let mut opaque = Vec::new();
+    let mut models = st.models();
     for &ni in nodes {
         let fact = node::view(job, ni).and_then(|nv| {
             let ng = nv.gpus()?;
-            let model = st.model(&nv, &ng, cfg.prefer_agent_topology)?;
+            let model = st.model_in(&mut models, &nv, &ng, cfg.prefer_agent_topology)?;
             let of_type = model.of_type(need.type_id)?;
             Some(NodeFacts {
                 index: ni,
