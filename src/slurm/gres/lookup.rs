@@ -2,8 +2,6 @@
 //! every `select_p_job_test`, so it is one `list_find_first_ro` with a C-ABI predicate (one
 //! read lock for the walk), not a list iterator (allocated, locked and freed per node).
 
-use std::ffi::CStr;
-
 use super::NodeGres;
 use crate::ffi;
 use crate::slurm::list::ListRef;
@@ -14,6 +12,11 @@ use crate::slurm::list::ListRef;
 /// `list` is null or the live `gres_list` of a node record, not modified during `'a` (the
 /// caller holds the slurmctld node lock, as every `select_p_*` call does).
 pub unsafe fn node_gres<'a>(list: *mut ffi::xlist, name: &str) -> Option<NodeGres<'a>> {
+    // No C string holds a NUL, so such a name matches no state (and the predicate may
+    // compare byte by byte, `c_str_is`).
+    if name.as_bytes().iter().any(|&b| b == 0) {
+        return None;
+    }
     // SAFETY: node gres_list elements are gres_state_t of state type NODE, alive for 'a.
     let list = unsafe { ListRef::<ffi::gres_state_t>::from_raw(list) }?;
     // Runs per candidate node on every call: one `list_find_first_ro`, no iterator.
@@ -25,7 +28,8 @@ pub unsafe fn node_gres<'a>(list: *mut ffi::xlist, name: &str) -> Option<NodeGre
 }
 
 /// [`node_gres`]'s predicate, called by Slurm's `list_find_first_ro`: the `gres_state_t`
-/// `x` is named `*key` (a `&[u8]`) and has data. Compares bytes only, so it cannot panic.
+/// `x` is named `*key` (a `&[u8]` without NUL, checked by [`node_gres`]) and has data.
+/// Compares bytes only, so it cannot panic.
 unsafe extern "C" fn named_with_data(x: *mut std::ffi::c_void, key: *mut std::ffi::c_void) -> i32 {
     // SAFETY: Slurm passes an element of a node gres_list: null or a live gres_state_t.
     let Some(state) = (unsafe { x.cast::<ffi::gres_state_t>().as_ref() }) else {
@@ -36,13 +40,8 @@ unsafe extern "C" fn named_with_data(x: *mut std::ffi::c_void, key: *mut std::ff
     }
     // SAFETY: node_gres passes a `&&[u8]` as the key, alive for the call.
     let want: &[u8] = unsafe { *key.cast::<&[u8]>() };
-    if want.contains(&0) {
-        // (No GRES name holds a NUL; compared the long way for completeness.)
-        // SAFETY: gres_name is a NUL-terminated string owned by the gres state.
-        let name = unsafe { CStr::from_ptr(state.gres_name) };
-        return i32::from(name.to_bytes() == want);
-    }
-    // SAFETY: gres_name is a NUL-terminated string owned by the gres state (non-null, checked).
+    // SAFETY: gres_name is a NUL-terminated string owned by the gres state (non-null,
+    // checked); `want` holds no NUL (node_gres checked).
     i32::from(unsafe { c_str_is(state.gres_name, want) })
 }
 
@@ -51,7 +50,7 @@ unsafe extern "C" fn named_with_data(x: *mut std::ffi::c_void, key: *mut std::ff
 /// `want` has no NUL, at or before `name`'s terminator.
 ///
 /// # Safety
-/// `name` is a live NUL-terminated string.
+/// `name` is a live NUL-terminated string and `want` holds no NUL.
 unsafe fn c_str_is(name: *const std::ffi::c_char, want: &[u8]) -> bool {
     for (i, &w) in want.iter().enumerate() {
         // SAFETY: every byte before this one matched a non-NUL byte of `want`, so `name`'s
@@ -122,7 +121,7 @@ mod tests {
             (c"", "", true),
             (c"mps", "gpu", false),
         ] {
-            // SAFETY: a NUL-terminated literal.
+            // SAFETY: a NUL-terminated literal; `want` holds no NUL.
             let got = unsafe { c_str_is(name.as_ptr(), want.as_bytes()) };
             assert_eq!(got, same, "{name:?} {want}");
         }
