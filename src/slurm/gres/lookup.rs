@@ -12,11 +12,6 @@ use crate::slurm::list::ListRef;
 /// `list` is null or the live `gres_list` of a node record, not modified during `'a` (the
 /// caller holds the slurmctld node lock, as every `select_p_*` call does).
 pub unsafe fn node_gres<'a>(list: *mut ffi::xlist, name: &str) -> Option<NodeGres<'a>> {
-    // No C string holds a NUL, so such a name matches no state (and the predicate may
-    // compare byte by byte, `c_str_is`).
-    if name.as_bytes().iter().any(|&b| b == 0) {
-        return None;
-    }
     // SAFETY: node gres_list elements are gres_state_t of state type NODE, alive for 'a.
     let list = unsafe { ListRef::<ffi::gres_state_t>::from_raw(list) }?;
     // Runs per candidate node on every call: one `list_find_first_ro`, no iterator.
@@ -28,8 +23,7 @@ pub unsafe fn node_gres<'a>(list: *mut ffi::xlist, name: &str) -> Option<NodeGre
 }
 
 /// [`node_gres`]'s predicate, called by Slurm's `list_find_first_ro`: the `gres_state_t`
-/// `x` is named `*key` (a `&[u8]` without NUL, checked by [`node_gres`]) and has data.
-/// Compares bytes only, so it cannot panic.
+/// `x` is named `*key` (a `&[u8]`) and has data. Compares bytes only, so it cannot panic.
 unsafe extern "C" fn named_with_data(x: *mut std::ffi::c_void, key: *mut std::ffi::c_void) -> i32 {
     // SAFETY: Slurm passes an element of a node gres_list: null or a live gres_state_t.
     let Some(state) = (unsafe { x.cast::<ffi::gres_state_t>().as_ref() }) else {
@@ -41,28 +35,33 @@ unsafe extern "C" fn named_with_data(x: *mut std::ffi::c_void, key: *mut std::ff
     // SAFETY: node_gres passes a `&&[u8]` as the key, alive for the call.
     let want: &[u8] = unsafe { *key.cast::<&[u8]>() };
     // SAFETY: gres_name is a NUL-terminated string owned by the gres state (non-null,
-    // checked); `want` holds no NUL (node_gres checked).
+    // checked).
     i32::from(unsafe { c_str_is(state.gres_name, want) })
 }
 
-/// The NUL-terminated `name` is exactly `want` (which holds no NUL), compared byte by byte
-/// without measuring `name` first: the walk stops at the first difference, and since
-/// `want` has no NUL, at or before `name`'s terminator.
+/// The NUL-terminated `name` is exactly `want`, compared byte by byte without measuring
+/// `name` first (no `strlen`, no `memcmp`: it runs for every candidate node on every call).
+/// The walk stops at the first difference or at a NUL in `want` (which no C string holds),
+/// so it never reads past `name`'s terminator.
 ///
 /// # Safety
-/// `name` is a live NUL-terminated string and `want` holds no NUL.
+/// `name` is a live NUL-terminated string.
 unsafe fn c_str_is(name: *const std::ffi::c_char, want: &[u8]) -> bool {
     for (i, &w) in want.iter().enumerate() {
-        // SAFETY: every byte before this one matched a non-NUL byte of `want`, so `name`'s
-        // terminator is at `i` or later: byte `i` is within the string.
-        let b = unsafe { name.add(i).cast::<u8>().read() };
+        if w == 0 {
+            return false;
+        }
+        // SAFETY: bytes 0..i of `name` matched non-NUL bytes of `want`, so its terminator
+        // is at `i` or later: byte `i` is within the string.
+        let b = unsafe { name.wrapping_add(i).cast::<u8>().read() };
         if b != w {
             return false;
         }
     }
-    // SAFETY: the first `want.len()` bytes were non-NUL, so byte `want.len()` is within the
-    // string (its terminator at the latest).
-    unsafe { name.add(want.len()).cast::<u8>().read() == 0 }
+    // SAFETY: the first `want.len()` bytes of `name` were non-NUL, so byte `want.len()` is
+    // within the string (its terminator at the latest).
+    let end = unsafe { name.wrapping_add(want.len()).cast::<u8>().read() };
+    end == 0
 }
 
 #[cfg(test)]
@@ -120,8 +119,9 @@ mod tests {
             (c"", "gpu", false),
             (c"", "", true),
             (c"mps", "gpu", false),
+            (c"gp", "gp\0u", false),
         ] {
-            // SAFETY: a NUL-terminated literal; `want` holds no NUL.
+            // SAFETY: a NUL-terminated literal.
             let got = unsafe { c_str_is(name.as_ptr(), want.as_bytes()) };
             assert_eq!(got, same, "{name:?} {want}");
         }
