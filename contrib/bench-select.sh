@@ -18,8 +18,9 @@
 # --callgrind: slurmctld runs under `valgrind --tool=callgrind` (stock and gputopo only; the
 # default burst is 60 jobs, since slurmctld is many times slower there), collecting only
 # inside slurmctld's `select_g_job_test`, and the profile it writes at exit is read with
-# contrib/callgrind-calls.py (counts zeroed by `sdiag -r` after one warm-up job, which
-# builds the per-node models): the instructions of slurmctld's calls into select_p_job_test
+# contrib/callgrind-calls.py (counts zeroed by `sdiag -r` after one warm-up job of each
+# shape in the burst, which build the per-node models and the engine's tables per job
+# size): the instructions of slurmctld's calls into select_p_job_test
 # (cons_tres's in the stock run, gputopo's in the other), and in the gputopo run those of its
 # forwarded calls into cons_tres's. gputopo's own cost is the difference: its code and what
 # it calls in libslurm and libc, cons_tres excluded. The table gives instructions per call
@@ -81,9 +82,17 @@ run() { # name select conf
   source "$dir/cluster.env"
   export SLURM_CONF PATH="$GPUTOPO_SLURM_BIN:$GPUTOPO_SLURM_SBIN:$PATH"
   mkdir -p "$dir/jobs" && cd "$dir/jobs"
-  # Steady state under callgrind: one job first (its calls build gputopo's per-node models
-  # and warm cons_tres's caches); `sdiag -r` then zeroes the counts (--zero-before).
-  [ -z "$callgrind" ] || sbatch -Q -W -N1 --gres=gpu:1 -n1 --wrap=true > /dev/null
+  # Steady state under callgrind: one job of each shape in the burst first (their calls
+  # build gputopo's per-node models and the engine's tables for each job size, both once
+  # per process, and warm cons_tres's caches); `sdiag -r` then zeroes the counts
+  # (--zero-before). (Until session 6 only the first, 1-GPU job ran: the tables of the
+  # other sizes were then built inside the count, about 6k instructions per call at 128 nodes.)
+  if [ -n "$callgrind" ]; then
+    for g in "-N1 --gres=gpu:1" "-N1 --gres=gpu:2" "-N1 --gres=gpu:3" "-N1 --gres=gpu:4" \
+      "-N1 --gres=gpu:8" "-N2 --gpus-per-node=2"; do
+      eval "sbatch -Q -W $g -n1 --wrap=true" > /dev/null
+    done
+  fi
   sdiag -r > /dev/null
   t0=$(date +%s.%N)
   burst | while IFS= read -r args; do eval "sbatch -Q $args" > /dev/null; done

@@ -83,15 +83,21 @@ impl Bits {
     /// The set bits, ascending. Reads the size once and scans only from the first to the
     /// last set bit (`bit_ffs`/`bit_fls`, which return -1 for none): GPU bitmaps are read
     /// for every candidate node on every `select_p_job_test` call.
+    /// An empty bitmap (a free node's `gres_bit_alloc`) costs one call.
     fn set_bits(self) -> impl Iterator<Item = usize> {
-        let size = self.size();
         // SAFETY: live bitmap.
         let first = unsafe { ffi::slurm_bit_ffs(self.0.as_ptr()) };
-        // SAFETY: live bitmap.
-        let last = unsafe { ffi::slurm_bit_fls(self.0.as_ptr()) };
-        let range = match (usize::try_from(first), usize::try_from(last)) {
-            (Ok(a), Ok(b)) if a <= b => a..b.saturating_add(1).min(size),
-            _ => 0..0,
+        let range = match usize::try_from(first) {
+            Err(_) => 0..0,
+            Ok(a) => {
+                let size = self.size();
+                // SAFETY: live bitmap.
+                let last = unsafe { ffi::slurm_bit_fls(self.0.as_ptr()) };
+                match usize::try_from(last) {
+                    Ok(b) if a <= b => a..b.saturating_add(1).min(size),
+                    _ => 0..0,
+                }
+            }
         };
         range.filter(move |&bit| {
             let Ok(off) = ffi::bitoff_t::try_from(bit) else {
@@ -112,6 +118,25 @@ impl Bits {
     fn clear_all(self) {
         // SAFETY: live bitmap the caller may mutate (BitmapMut/Bitmap).
         unsafe { ffi::slurm_bit_clear_all(self.0.as_ptr()) };
+    }
+
+    /// Clears every bit, then sets `bits` (the size read once, one `bit_set` per bit: the
+    /// candidate bitmap is rewritten before every cons_tres try). Returns how many of
+    /// `bits` were outside the bitmap (not set).
+    fn set_only(self, bits: impl IntoIterator<Item = usize>) -> usize {
+        self.clear_all();
+        let size = self.size();
+        let mut outside = 0;
+        for bit in bits {
+            match ffi::bitoff_t::try_from(bit) {
+                Ok(off) if bit < size => {
+                    // SAFETY: live bitmap the caller may mutate (BitmapMut/Bitmap), off < bit_size.
+                    unsafe { ffi::slurm_bit_set(self.0.as_ptr(), off) };
+                }
+                _ => outside += 1,
+            }
+        }
+        outside
     }
 
     fn put(self, bit: usize, on: bool) -> Result<(), SlurmError> {
@@ -173,6 +198,12 @@ macro_rules! write_api {
         /// Clears every bit (`bit_clear_all`: one call, not one per bit).
         pub fn clear_all(&mut self) {
             self.bits.clear_all();
+        }
+
+        /// Makes `members` the only set bits (`bit_clear_all`, then one `bit_set` each, the
+        /// size read once); returns how many of them were outside the bitmap (not set).
+        pub fn set_only(&mut self, members: impl IntoIterator<Item = I>) -> usize {
+            self.bits.set_only(members.into_iter().map(BitIndex::bit))
         }
     };
 }
@@ -359,5 +390,16 @@ mod tests {
         b.set(NodeIndex(3)).unwrap();
         b.clear_all();
         assert_eq!((b.len(), b.count()), (130, 0), "clear_all keeps the size");
+    }
+
+    #[test]
+    fn set_only_replaces_the_set_bits_and_counts_those_outside() {
+        let mut b: Bitmap<NodeIndex> = Bitmap::new(70).expect("bit_alloc");
+        b.set(NodeIndex(5)).unwrap();
+        let outside = b.set_only([1, 64, 69, 70, 500].map(NodeIndex));
+        assert_eq!(outside, 2);
+        assert_eq!(b.iter_set().map(|n| n.0).collect::<Vec<_>>(), [1, 64, 69]);
+        assert_eq!(b.set_only([]), 0);
+        assert_eq!((b.len(), b.count()), (70, 0));
     }
 }

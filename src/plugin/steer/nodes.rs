@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use gputopo_core::GpuSet;
 use gputopo_core::config::SelectConfig;
+use gputopo_core::steer::key_memo::KeyMemos;
 use gputopo_core::steer::narrow::{self, Basis, Candidate, Need};
 use gputopo_core::steer::{HealthMasks, Prepared};
 
@@ -87,10 +88,11 @@ pub fn gather(
 ) -> (Vec<NodeFacts>, Vec<NodeIndex>) {
     let mut facts = Vec::with_capacity(nodes.len());
     let mut opaque = Vec::new();
+    let mut models = st.models();
     for &ni in nodes {
         let fact = node::view(job, ni).and_then(|nv| {
             let ng = nv.gpus()?;
-            let model = st.model(&nv, &ng, cfg.prefer_agent_topology)?;
+            let model = st.model_in(&mut models, &nv, &ng, cfg.prefer_agent_topology)?;
             let of_type = model.of_type(need.type_id)?;
             Some(NodeFacts {
                 index: ni,
@@ -188,7 +190,10 @@ pub fn plan(
     required: &[NodeIndex],
 ) -> Vec<Vec<NodeIndex>> {
     let cands = candidates(facts);
-    let keys = rank_keys(st, facts, &cands, need.per_node);
+    let mut memos = st
+        .keys
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let p = narrow::plan_with(
         &cands,
         &Need {
@@ -197,7 +202,7 @@ pub fn plan(
             required: required.iter().map(|n| n.0).collect(),
             max_calls: MAX_TRIES,
         },
-        |i, _| keys[i],
+        |i, c| rank_key(st, &mut memos, &facts[i], c, need.per_node),
     );
     p.tiers
         .into_iter()
@@ -205,33 +210,24 @@ pub fn plan(
         .collect()
 }
 
-/// Each candidate's rank key, in `cands` order: the node's last key while its state is
-/// unchanged, else from the memo of its engine tables ([`SteerState::keys`]); the engine
-/// runs only for a state not seen before on a node of that kind.
-fn rank_keys(
+/// A candidate's rank key: the node's last key while its state is unchanged, else from the
+/// memo of its engine tables ([`SteerState::keys`], locked by the caller as `memos`); the
+/// engine runs only for a state not seen before on a node of that kind.
+fn rank_key(
     st: &SteerState,
-    facts: &[NodeFacts],
-    cands: &[Candidate<'_>],
+    memos: &mut KeyMemos,
+    f: &NodeFacts,
+    c: &Candidate<'_>,
     per_node: usize,
-) -> Vec<Option<narrow::NodeKey>> {
-    let mut memos = st
-        .keys
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    facts
-        .iter()
-        .zip(cands)
-        .map(|(f, c)| {
-            let compute = || {
-                let tables = f.model.tables.clone().map(|h| (&*f.model.topo, h));
-                narrow::node_key(&Prepared::new(&st.engine, tables), c, per_node)
-            };
-            match &f.model.tables {
-                Some(h) => memos.node_key(f.index.0, h, c, per_node, compute),
-                None => compute(),
-            }
-        })
-        .collect()
+) -> Option<narrow::NodeKey> {
+    let compute = || {
+        let tables = f.model.tables.clone().map(|h| (&*f.model.topo, h));
+        narrow::node_key(&Prepared::new(&st.engine, tables), c, per_node)
+    };
+    match &f.model.tables {
+        Some(h) => memos.node_key(f.index.0, h, c, per_node, compute),
+        None => compute(),
+    }
 }
 
 /// Most cons_tres calls node steering may cost per job_test (the final, full try included).

@@ -53,12 +53,9 @@ fn timed(st: &SteerState, forward: &impl Fn() -> c_int) -> c_int {
     rc
 }
 
-fn write_bitmap(bitmap: &mut BitmapMut<'_, NodeIndex>, nodes: &[NodeIndex]) {
-    bitmap.clear_all();
-    for &n in nodes {
-        // Offered nodes come from this call's bitmap, so every index is in range.
-        let _ = bitmap.set(n);
-    }
+fn write_bitmap(bitmap: &mut BitmapMut<'_, NodeIndex>, nodes: &[usize]) {
+    // Offered nodes come from this call's bitmap, so every index is in range.
+    let _ = bitmap.set_only(nodes.iter().copied().map(NodeIndex));
 }
 
 /// The hook body; `forward` calls cons_tres with the original arguments (the bitmap pointer
@@ -196,8 +193,7 @@ fn drive(
     let mut rc = ffi::SLURM_ERROR;
     let mut withheld = excluded;
     let (outcome, mut calls) = tries::run(plan, |offer| {
-        let offer: Vec<NodeIndex> = offer.iter().copied().map(NodeIndex).collect();
-        write_bitmap(bitmap, &offer);
+        write_bitmap(bitmap, offer);
         rc = timed(st, forward);
         if rc != ffi::SLURM_SUCCESS as c_int {
             tries::Answer::Failed

@@ -14,7 +14,6 @@ use gputopo_core::WideSet;
 use gputopo_core::config::SelectConfig;
 use gputopo_core::health::{NodeHealth, Parsed, Status, read_extra};
 use gputopo_core::placement::engine::Gputopo;
-use gputopo_core::steer::fast_hash::FastHash;
 use gputopo_core::steer::health_cache::{HealthCache, Lookup};
 use gputopo_core::steer::key_memo::KeyMemos;
 
@@ -25,7 +24,7 @@ mod settings;
 mod stats;
 
 use model::ModelEntry;
-pub use model::{NodeModel, health_masks};
+pub use model::{Models, NodeModel, health_masks};
 use settings::load_config;
 pub use stats::Stats;
 
@@ -34,8 +33,9 @@ pub use stats::Stats;
 pub struct SteerState {
     config: RwLock<SelectConfig>,
     health: Mutex<HealthCache<Arc<Parsed>>>,
-    /// By node-table index, looked up for every candidate on every call (hence [`FastHash`]).
-    models: Mutex<HashMap<usize, ModelEntry, FastHash>>,
+    /// By node-table index (the slot of node `i` is `models[i]`, so the cache is bounded by
+    /// the node table), looked up for every candidate on every call: an index, no hash.
+    models: Mutex<Vec<Option<ModelEntry>>>,
     /// Faulty GPUs per node index, as last read (kept for the degraded path after a panic).
     faulty: Mutex<HashMap<usize, WideSet>>,
     /// Nodes already reported as too large to model (one log line per node).
@@ -78,7 +78,7 @@ impl SteerState {
         SteerState {
             config: RwLock::new(config),
             health: Mutex::new(HealthCache::new()),
-            models: Mutex::new(HashMap::default()),
+            models: Mutex::new(Vec::new()),
             unmodelled: Mutex::new(HashSet::new()),
             keys: Mutex::new(KeyMemos::default()),
             faulty: Mutex::new(HashMap::new()),

@@ -2,8 +2,6 @@
 //! every `select_p_job_test`, so it is one `list_find_first_ro` with a C-ABI predicate (one
 //! read lock for the walk), not a list iterator (allocated, locked and freed per node).
 
-use std::ffi::CStr;
-
 use super::NodeGres;
 use crate::ffi;
 use crate::slurm::list::ListRef;
@@ -36,9 +34,34 @@ unsafe extern "C" fn named_with_data(x: *mut std::ffi::c_void, key: *mut std::ff
     }
     // SAFETY: node_gres passes a `&&[u8]` as the key, alive for the call.
     let want: &[u8] = unsafe { *key.cast::<&[u8]>() };
-    // SAFETY: gres_name is a NUL-terminated string owned by the gres state.
-    let name = unsafe { CStr::from_ptr(state.gres_name) };
-    i32::from(name.to_bytes() == want)
+    // SAFETY: gres_name is a NUL-terminated string owned by the gres state (non-null,
+    // checked).
+    i32::from(unsafe { c_str_is(state.gres_name, want) })
+}
+
+/// The NUL-terminated `name` is exactly `want`, compared byte by byte without measuring
+/// `name` first (no `strlen`, no `memcmp`: it runs for every candidate node on every call).
+/// The walk stops at the first difference or at a NUL in `want` (which no C string holds),
+/// so it never reads past `name`'s terminator.
+///
+/// # Safety
+/// `name` is a live NUL-terminated string.
+unsafe fn c_str_is(name: *const std::ffi::c_char, want: &[u8]) -> bool {
+    for (i, &w) in want.iter().enumerate() {
+        if w == 0 {
+            return false;
+        }
+        // SAFETY: bytes 0..i of `name` matched non-NUL bytes of `want`, so its terminator
+        // is at `i` or later: byte `i` is within the string.
+        let b = unsafe { name.wrapping_add(i).cast::<u8>().read() };
+        if b != w {
+            return false;
+        }
+    }
+    // SAFETY: the first `want.len()` bytes of `name` were non-NUL, so byte `want.len()` is
+    // within the string (its terminator at the latest).
+    let end = unsafe { name.wrapping_add(want.len()).cast::<u8>().read() };
+    end == 0
 }
 
 #[cfg(test)]
@@ -89,6 +112,19 @@ mod tests {
         assert!(unsafe { node_gres(list, "mps") }.is_none());
         // SAFETY: null is no list.
         assert!(unsafe { node_gres(std::ptr::null_mut(), GPU) }.is_none());
+        for (name, want, same) in [
+            (c"gpu", "gpu", true),
+            (c"gp", "gpu", false),
+            (c"gpus", "gpu", false),
+            (c"", "gpu", false),
+            (c"", "", true),
+            (c"mps", "gpu", false),
+            (c"gp", "gp\0u", false),
+        ] {
+            // SAFETY: a NUL-terminated literal.
+            let got = unsafe { c_str_is(name.as_ptr(), want.as_bytes()) };
+            assert_eq!(got, same, "{name:?} {want}");
+        }
         // SAFETY: no view is used after this; the list has no element destructor.
         unsafe { ffi::slurm_list_destroy(list) };
     }

@@ -18,11 +18,13 @@ use super::fast_hash::FastHash;
 use super::narrow::{Candidate, NodeKey};
 use crate::placement::TopoHandle;
 
-/// One [`KeyMemo`] per set of engine tables, keyed by the tables' address; each entry holds
+/// One [`KeyMemo`] per set of engine tables, found by the tables' address; each entry holds
 /// its tables, so the address cannot be reused by others while the entry lives.
 #[derive(Debug, Default)]
 pub struct KeyMemos {
-    by_tables: HashMap<usize, (TopoHandle, KeyMemo), FastHash>,
+    /// Searched by address, most recently added first: a cluster has a few kinds of node
+    /// ([`Self::TOPOLOGIES`] at most), so a scan of pointers costs less than a hash.
+    by_tables: Vec<(TopoHandle, KeyMemo)>,
     /// By node index and GPUs per node ([`Self::SLOTS`] per node): the tables, state and
     /// key of the node's last lookup for jobs of that size. Holding the tables keeps their
     /// address from being reused by others while the entry lives.
@@ -72,15 +74,22 @@ impl KeyMemos {
 
     /// The memo of the nodes whose tables are `tables`.
     pub fn for_tables(&mut self, tables: &TopoHandle) -> &mut KeyMemo {
-        let addr = std::sync::Arc::as_ptr(tables) as usize;
-        if !self.by_tables.contains_key(&addr) && self.by_tables.len() >= Self::TOPOLOGIES {
-            self.by_tables.clear();
-        }
-        &mut self
+        let found = self
             .by_tables
-            .entry(addr)
-            .or_insert_with(|| (std::sync::Arc::clone(tables), KeyMemo::default()))
-            .1
+            .iter()
+            .rposition(|(t, _)| std::sync::Arc::ptr_eq(t, tables));
+        let i = match found {
+            Some(i) => i,
+            None => {
+                if self.by_tables.len() >= Self::TOPOLOGIES {
+                    self.by_tables.clear();
+                }
+                self.by_tables
+                    .push((std::sync::Arc::clone(tables), KeyMemo::default()));
+                self.by_tables.len() - 1
+            }
+        };
+        &mut self.by_tables[i].1
     }
 
     /// Topologies remembered.

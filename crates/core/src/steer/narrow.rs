@@ -144,6 +144,11 @@ pub fn health_drop(
     required: &[usize],
 ) -> Option<Dropped> {
     let faulty = c.health.faulty;
+    // Runs for every candidate on every call, and most nodes have no fault: without one,
+    // [`HealthCounts::rules_out`] reduces to "fewer GPUs of the type than a per-node need".
+    if faulty.is_empty() && (need == usize::MAX || c.of_type.len() >= need) {
+        return None;
+    }
     let counts = HealthCounts {
         have: c.of_type.difference(faulty).len(),
         faulty_of_type: !faulty.intersection(c.of_type).is_empty(),
@@ -280,12 +285,11 @@ pub fn plan_with(
     mut key: impl FnMut(usize, &Candidate<'_>) -> Option<NodeKey>,
 ) -> Plan {
     let mut all: Vec<usize> = cands.iter().map(|c| c.node).collect();
-    all.sort_unstable();
-    let fin = Plan {
-        tiers: vec![all.clone()],
-    };
+    if !all.is_sorted() {
+        all.sort_unstable();
+    }
     if need.gpus_per_node == 0 || need.max_calls <= 1 {
-        return fin;
+        return Plan { tiers: vec![all] };
     }
     // The tiers depend on the ranking only through the best key, unless a tier is too
     // small for a multi-node job: the keys are sorted (as `rank_with` does) only then.
@@ -297,18 +301,22 @@ pub fn plan_with(
             .filter_map(|(i, c)| Some((c.node, key(i, c)?))),
     );
     let Some(top) = keyed.iter().map(|(_, k)| k).max().copied() else {
-        return fin;
+        return Plan { tiers: vec![all] };
     };
+    // Tier 1: the best key exactly; tier 2: same health and class, any fit (a superset of
+    // tier 1, so one pass builds both).
+    let (mut exact, mut class) = (Vec::new(), Vec::new());
+    for (n, k) in &keyed {
+        if k.same_class(&top) {
+            class.push(*n);
+            if *k == top {
+                exact.push(*n);
+            }
+        }
+    }
     let mut sorted = false;
-    // Tier 1: the best key exactly; tier 2: same health and class, any fit.
     let mut tiers: Vec<Vec<usize>> = Vec::new();
-    for exact in [true, false] {
-        let in_class = |k: &NodeKey| if exact { *k == top } else { k.same_class(&top) };
-        let tier: Vec<usize> = keyed
-            .iter()
-            .filter(|(_, k)| in_class(k))
-            .map(|(n, _)| *n)
-            .collect();
+    for tier in [exact, class] {
         // Too small for a multi-node job: extend down the ranking.
         if tier.len() + need.required.len() < need.min_nodes.max(1) && !sorted {
             keyed.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));

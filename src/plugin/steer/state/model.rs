@@ -33,25 +33,44 @@ impl SteerState {
         gres: &NodeGres<'_>,
         prefer_agent: bool,
     ) -> Option<Arc<NodeModel>> {
+        self.model_in(&mut self.models(), node, gres, prefer_agent)
+    }
+
+    /// The model cache, locked: node steering takes it once per call and looks up every
+    /// candidate in it ([`Self::model_in`]), not one lock per node.
+    pub fn models(&self) -> Models<'_> {
+        Models(self.models.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// [`Self::model`] with the cache already locked (`models`, from [`Self::models`]).
+    pub fn model_in(
+        &self,
+        models: &mut Models<'_>,
+        node: &NodeView<'_>,
+        gres: &NodeGres<'_>,
+        prefer_agent: bool,
+    ) -> Option<Arc<NodeModel>> {
         let key = node.index().0;
         let extra = node.extra_bytes();
         let signature = (gres.id(), gres.content_key(), node.registration());
         let mut digest = None;
+        if let Some(e) = models
+            .0
+            .get_mut(key)
+            .and_then(Option::as_mut)
+            .filter(|e| e.extra.as_deref() == extra)
         {
-            let mut map = self.models.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(e) = map.get_mut(&key).filter(|e| e.extra.as_deref() == extra) {
-                if e.signature == signature {
-                    return Some(Arc::clone(&e.model));
-                }
-                // The cheap signature moved (a re-registration, a restart, an edit): compare
-                // what the model is built from, and rebuild only if that changed.
-                let d = (gres.content_digest(), node.cores_per_socket());
-                if e.content == d {
-                    e.signature = signature;
-                    return Some(Arc::clone(&e.model));
-                }
-                digest = Some(d);
+            if e.signature == signature {
+                return Some(Arc::clone(&e.model));
             }
+            // The cheap signature moved (a re-registration, a restart, an edit): compare
+            // what the model is built from, and rebuild only if that changed.
+            let d = (gres.content_digest(), node.cores_per_socket());
+            if e.content == d {
+                e.signature = signature;
+                return Some(Arc::clone(&e.model));
+            }
+            digest = Some(d);
         }
         if crate::plugin::steer::wide::is_wide(gres) {
             return None; // health only, in super::wide
@@ -69,6 +88,10 @@ impl SteerState {
                 .unwrap_or_default(),
         );
         let tables = self.engine.handle(&topo);
+        let untyped = types
+            .iter()
+            .fold(GpuSet::EMPTY, |acc, (_, g)| acc.union(*g))
+            .intersection(topo.all());
         let model = Arc::new(NodeModel {
             topo: Arc::new(topo),
             health,
@@ -76,21 +99,20 @@ impl SteerState {
             // Slurm keeps topology records only when some gres.conf line has Type= or
             // Cores= (gres.c `_get_tot_gres_cnt`); a plain `File=` node has none.
             ranked: !types.is_empty(),
+            untyped,
             types,
             tables,
         });
-        self.models
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(
-                key,
-                ModelEntry {
-                    signature,
-                    content,
-                    extra: extra.map(<[u8]>::to_vec),
-                    model: Arc::clone(&model),
-                },
-            );
+        let slots = &mut models.0;
+        if slots.len() <= key {
+            slots.resize_with(key + 1, || None);
+        }
+        slots[key] = Some(ModelEntry {
+            signature,
+            content,
+            extra: extra.map(<[u8]>::to_vec),
+            model: Arc::clone(&model),
+        });
         Some(model)
     }
 }
@@ -108,6 +130,9 @@ pub struct NodeModel {
     /// (plain `File=` lines) is scheduled exactly as cons_tres does: never ranked, and its
     /// GPUs re-picked only to avoid faulty or degraded ones.
     pub ranked: bool,
+    /// Every GPU of a topology record (what an untyped request matches, read for every
+    /// candidate on every call: computed once).
+    untyped: GpuSet,
     /// The engine's interned tables for `topo` (`None` above 16 GPUs).
     pub tables: Option<TopoHandle>,
     /// [`health_masks`] of `health`, computed on first use: the settings it depends on
@@ -130,15 +155,22 @@ impl NodeModel {
         if !self.ranked {
             return type_id.is_none().then(|| self.topo.all());
         }
+        let Some(id) = type_id else {
+            return Some(self.untyped);
+        };
         Some(
             self.types
                 .iter()
-                .filter(|(t, _)| type_id.is_none_or(|id| id == *t))
+                .filter(|(t, _)| id == *t)
                 .fold(GpuSet::EMPTY, |acc, (_, g)| acc.union(*g))
                 .intersection(self.topo.all()),
         )
     }
 }
+
+/// The locked model cache ([`SteerState::models`]).
+#[derive(Debug)]
+pub struct Models<'a>(std::sync::MutexGuard<'a, Vec<Option<ModelEntry>>>);
 
 #[derive(Debug)]
 pub(super) struct ModelEntry {

@@ -353,3 +353,39 @@ impl Candidate<'_> {
         }
     }
 }
+
+/// `health_drop`'s shortcut for nodes without a fault gives the full rule's verdict, on
+/// every free, type and fault mask of 4 GPUs, every need (whole node included), both bases.
+#[test]
+fn health_drop_matches_the_counting_rule_everywhere() {
+    let t = dgx1v();
+    let masks = |m: u32| GpuSet::from_iter((0..4).filter(|g| m & (1 << g) != 0));
+    for (of_type, faulty, free) in
+        (0..16u32).flat_map(|a| (0..16u32).flat_map(move |b| (0..16u32).map(move |c| (a, b, c))))
+    {
+        let mut c = cand(7, &t, &[]);
+        c.of_type = masks(of_type);
+        c.free = masks(free & of_type);
+        c.health.faulty = masks(faulty);
+        for need in [1, 2, 3, 4, 5, usize::MAX] {
+            for basis in [Basis::FreeNow, Basis::Total] {
+                let counts = HealthCounts {
+                    have: c.of_type.difference(c.health.faulty).len(),
+                    faulty_of_type: !c.health.faulty.intersection(c.of_type).is_empty(),
+                    free: c.free.len(),
+                    free_ok: c.free.difference(c.health.faulty).len(),
+                };
+                let want = counts.rules_out(need, basis);
+                assert_eq!(
+                    health_drop(&c, need, basis, &[]).is_some(),
+                    want,
+                    "{of_type:b} {faulty:b} {free:b} need {need} {basis:?}"
+                );
+                assert!(
+                    health_drop(&c, need, basis, &[7]).is_none(),
+                    "required nodes are kept"
+                );
+            }
+        }
+    }
+}
