@@ -22,6 +22,14 @@ use super::select::extra_with_faulty;
 /// while it is created (`gres_job_state_log` of its `gres_list_alloc`: `gres_bit_alloc[0]:4-7
 /// of 8`), so the test knows them independently of the plugin.
 fn create_reservation(c: &Cluster, name: &str) -> BTreeSet<usize> {
+    // 23.11 gives a reservation of `Nodes=` and `TRES=gres/gpu=N` one core (23.11.4 logs
+    // "Created reservation=r1 ... cores=1 ... tres=cpu=1,gres/gpu=4", with stock cons_tres
+    // too), so only one `-c1` job fits in it: there the reservation asks for a core per GPU.
+    let tres = if release().starts_with("23.11") {
+        "TRES=cpu=4,gres/gpu=4"
+    } else {
+        "TRES=gres/gpu=4"
+    };
     c.ok("scontrol", &["setdebugflags", "+Gres"]);
     let before = c.slurmctld_log().len();
     c.ok(
@@ -34,7 +42,7 @@ fn create_reservation(c: &Cluster, name: &str) -> BTreeSet<usize> {
             "Duration=60",
             "Users=root",
             "Nodes=n1",
-            "TRES=gres/gpu=4",
+            tres,
         ],
     );
     c.ok("scontrol", &["setdebugflags", "-Gres"]);
