@@ -14,7 +14,9 @@
 use std::collections::BTreeSet;
 
 use super::gres_configs::{assert_one_waits, running_of};
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, parse_index_list, release, select};
+use super::harness::{
+    Cluster, Opts, WAIT, e2e_enabled, parse_index_list, release, release_at_least, select,
+};
 use super::preempt_qos::Dbd;
 use super::select::extra_with_faulty;
 
@@ -22,10 +24,11 @@ use super::select::extra_with_faulty;
 /// while it is created (`gres_job_state_log` of its `gres_list_alloc`: `gres_bit_alloc[0]:4-7
 /// of 8`), so the test knows them independently of the plugin.
 fn create_reservation(c: &Cluster, name: &str) -> BTreeSet<usize> {
-    // 23.11 gives a reservation of `Nodes=` and `TRES=gres/gpu=N` one core (23.11.4 logs
-    // "Created reservation=r1 ... cores=1 ... tres=cpu=1,gres/gpu=4", with stock cons_tres
-    // too), so only one `-c1` job fits in it: there the reservation asks for a core per GPU.
-    let tres = if release().starts_with("23.11") {
+    // 23.11 and 24.05 give a reservation of `Nodes=` and `TRES=gres/gpu=N` one core (23.11.4
+    // logs "Created reservation=r1 ... cores=1 ... tres=cpu=1,gres/gpu=4", with stock cons_tres
+    // too; 24.05.8 likewise runs one job of four), so only one `-c1` job fits in it: there
+    // the reservation asks for a core per GPU.
+    let tres = if release_at_least(23, 11) && !release_at_least(24, 11) {
         "TRES=cpu=4,gres/gpu=4"
     } else {
         "TRES=gres/gpu=4"
