@@ -12,7 +12,8 @@
 # knows them, then the rest in the binary's list order. FILTERs are cargo test's (substring of
 # the test name, any of them); none = every ignored test. Each test's output is printed whole when
 # it ends (never interleaved), then a table per module with counts and summed test times, and the
-# failed tests by name. Exit status: 0 when every test passed, 1 otherwise.
+# failed tests by name. Exit status: 0 when every test passed (and no slurm-*.out appeared in
+# the checkout), 1 otherwise.
 #
 # Environment: the test binary's (GPUTOPO_E2E, GPUTOPO_SELECT, GPUTOPO_SLURM_RELEASE,
 # GPUTOPO_PLUGIN_SO, SLURM_SRC_DIR, ...); GPUTOPO_E2E_DIR is set per shard (P-sK, default prefix
@@ -96,6 +97,9 @@ worker() {
   done
 }
 
+# Batch output belongs under each cluster's directory (the harness submits from DIR/jobs): any
+# slurm-*.out that appears in the checkout during the run is a test that submitted elsewhere.
+ls "$repo"/slurm-*.out 2>/dev/null | sort >"$work/out-before" || true
 t_all=$(date +%s)
 pids=()
 for i in $(seq 0 $((shards - 1))); do worker "$i" & pids+=($!); done
@@ -116,6 +120,11 @@ ran=$(wc -l <"$work/done") want=$(wc -l <"$work/tests")
 echo "total: $(awk '$2 == 0' "$work/done" | wc -l) passed, $(awk '$2 != 0' "$work/done" | wc -l) failed, of $want"
 # A test that never reported (a worker that died) counts as failed.
 if [ "$ran" != "$want" ]; then echo "FAILED: $((want - ran)) test(s) did not run"; failed=1; fi
+ls "$repo"/slurm-*.out 2>/dev/null | sort | comm -13 "$work/out-before" - >"$work/out-new" || true
+if [ -s "$work/out-new" ]; then
+  echo "FAILED: batch output written in the checkout, not under a cluster directory:"
+  sed 's/^/  /' "$work/out-new"; failed=1
+fi
 if [ -n "$times" ]; then
   { awk '{ print $3, $1 }' "$work/done"; [ -f "$times" ] && cat "$times"; } |
     awk '!seen[$2]++' >"$times.new" && mv "$times.new" "$times"

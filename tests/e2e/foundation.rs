@@ -26,14 +26,7 @@ fn total(alloc: &[(String, Vec<usize>)]) -> usize {
 
 /// sdiag's "Total backfilled jobs (since last slurm start)" (the same line in 22.05 to 26.05).
 fn backfilled(c: &Cluster) -> u64 {
-    let out = c.ok("sdiag", &[]);
-    out.lines()
-        .find_map(|l| {
-            l.trim()
-                .strip_prefix("Total backfilled jobs (since last slurm start):")
-        })
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no backfilled-jobs count in sdiag's output:\n{out}"))
+    c.sdiag_backfill("Total backfilled jobs (since last slurm start)")
 }
 
 /// Runs a job to RUNNING and returns its allocation.

@@ -293,6 +293,21 @@ impl Cluster {
             .unwrap_or_else(|_| panic!("sbatch {args:?} printed no job id: {out:?}"))
     }
 
+    /// A counter of sdiag's "Backfilling stats" section (`label` without its colon, e.g.
+    /// "Total cycles" or "Total backfilled jobs (since last slurm start)"; the main
+    /// scheduler's section has a "Total cycles" line of its own, so the section is matched).
+    pub fn sdiag_backfill(&self, label: &str) -> u64 {
+        let out = self.ok("sdiag", &[]);
+        out.split("Backfilling stats")
+            .nth(1)
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.trim().strip_prefix(label)?.strip_prefix(':'))
+            })
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no backfill counter {label:?} in sdiag's output:\n{out}"))
+    }
+
     /// The batch output file of a job (`slurm-<id>.out` in DIR/jobs), empty if none yet.
     pub fn job_output(&self, job: u32) -> String {
         std::fs::read_to_string(self.dir.join(format!("jobs/slurm-{job}.out"))).unwrap_or_default()

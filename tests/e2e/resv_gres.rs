@@ -43,6 +43,15 @@ const GRES_CONF: &str = "NodeName=n1 Name=gpu File=@DEV@/nvidia[0-3] Cores=0-15\
 /// `gres_list_alloc`: `gres_bit_alloc[0]:4-7 of 8`), so the test knows them independently of
 /// the plugin; empty where Slurm holds a count only.
 fn create_reservation(c: &Cluster, name: &str, node: &str, index: usize) -> BTreeSet<usize> {
+    // 23.11 and 24.05 give a reservation of `Nodes=` and `TRES=gres/gpu=N` one core (23.11.4
+    // logs "Created reservation=r1 ... cores=1 ... tres=cpu=1,gres/gpu=4", with stock cons_tres
+    // too; 24.05.8 likewise runs one job of four), so only one `-c1` job fits in it: there
+    // the reservation asks for a core per GPU.
+    let tres = if release_at_least(23, 11) && !release_at_least(24, 11) {
+        "TRES=cpu=4,gres/gpu=4"
+    } else {
+        "TRES=gres/gpu=4"
+    };
     c.ok("scontrol", &["setdebugflags", "+Gres"]);
     let before = c.slurmctld_log().len();
     c.ok(
@@ -55,7 +64,7 @@ fn create_reservation(c: &Cluster, name: &str, node: &str, index: usize) -> BTre
             "Duration=60",
             "Users=root",
             &format!("Nodes={node}"),
-            "TRES=gres/gpu=4",
+            tres,
         ],
     );
     c.ok("scontrol", &["setdebugflags", "-Gres"]);

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeSet;
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, select};
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, release_at_least, select};
 use super::select::extra_with_faulty;
 
 /// 8 V100s on two sockets (Slurm topology records: `Type=` and `Cores=`); the shared GRES
@@ -86,7 +86,21 @@ fn reads_24_11_per_gpu_shares() {
 }
 
 /// Waits until slurmctld has considered `job`: it runs, or it waits with a reason.
+///
+/// Slurm 23.11 and 24.05 without slurmdbd give no such reason: their main scheduler gets no
+/// association list (`assoc_mgr_validate_assoc_id` fails when `assoc_mgr_refresh_lists` does,
+/// 24.05.8 src/common/assoc_mgr.c:5465-5467, 23.11.4 :5456-5458), so it marks every job
+/// `InvalidAccount` for a moment and starts none (src/slurmctld/job_scheduler.c:1762-1772 in
+/// both); backfill then starts the job, or leaves it pending at `None` (seen with stock
+/// cons_tres on 24.05.8: None, InvalidAccount, RUNNING). There a job is considered once it
+/// runs, or once two backfill cycles have passed since the call.
 fn considered(c: &Cluster, job: u32) -> String {
+    let backfill_only = release_at_least(23, 11) && !release_at_least(24, 11);
+    let cycles = if backfill_only {
+        c.sdiag_backfill("Total cycles")
+    } else {
+        0
+    };
     let mut state = String::new();
     c.wait_until(
         &format!("job {job} to be scheduled or given a reason"),
@@ -94,7 +108,12 @@ fn considered(c: &Cluster, job: u32) -> String {
         || {
             state = c.job_state(job).unwrap_or_default();
             state == "RUNNING"
-                || (state == "PENDING" && c.job_reason(job).is_some_and(|r| r != "None"))
+                || (state == "PENDING"
+                    && if backfill_only {
+                        c.sdiag_backfill("Total cycles") >= cycles + 2
+                    } else {
+                        c.job_reason(job).is_some_and(|r| r != "None")
+                    })
         },
     );
     state
