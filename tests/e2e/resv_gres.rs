@@ -119,7 +119,21 @@ fn gres_reservation_with_a_faulty_gpu_uses_its_healthy_gpus() {
     });
     let held = create_reservation(&c, "r1", "n1", 0);
     assert_eq!(held.len(), 4, "reserved GPUs from the GRES log: {held:?}");
-    let held2 = create_reservation(&c, "r2", "n2", 1);
+    // 23.11.4's slurmctld crashes when a job is tested against two GRES reservations one of
+    // which holds a count only (a plain node's: no `gres_bit_alloc` array):
+    // `_combine_gres_list_exc` reads `gres_js_in->gres_bit_alloc[i]` without checking the
+    // array (src/slurmctld/reservation.c:5270, with stock cons_tres too; 24.05.8 checks it).
+    // There the plain node gets no reservation and its case is skipped.
+    let plain = !(release_at_least(23, 11) && !release_at_least(24, 5));
+    let held2 = if plain {
+        create_reservation(&c, "r2", "n2", 1)
+    } else {
+        eprintln!(
+            "plain-node case skipped: Slurm 23.11 crashes on a second, count-only GRES \
+             reservation (reservation.c:5270)"
+        );
+        BTreeSet::new()
+    };
     // A reserved GPU other than the lowest one cons_tres would hand out first.
     let bad = *held.iter().nth(1).expect("four reserved GPUs");
     let extra = format!("Extra={}", extra_with_faulty(8, bad));
@@ -161,7 +175,9 @@ fn gres_reservation_with_a_faulty_gpu_uses_its_healthy_gpus() {
         assert_one_waits(&c, &jobs);
     }
 
-    plain_node(&c, &held2);
+    if plain {
+        plain_node(&c, &held2);
+    }
     shards_on_reserved_gpus(&c, &held, bad, outside, &jobs);
     if gputopo {
         for l in c
