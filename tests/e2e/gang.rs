@@ -25,7 +25,7 @@
 
 use super::gres_configs::cancel_all;
 use super::harness::{
-    Cluster, Opts, WAIT, e2e_enabled, field, parse_index_list, release_at_least, select,
+    Cluster, Opts, WAIT, e2e_enabled, field, parse_index_list, release_in, select,
 };
 use super::select::extra_with_faulty;
 
@@ -63,7 +63,7 @@ fn submit(c: &Cluster, part: &str, node: &str, cores: u32, gpus: u32, wrap: &str
 /// `Resources`): there, pending is all the test can wait for, and the checks that follow
 /// (no GPU held while pending, both nodes at once) still hold.
 fn wait_pending_for_resources(c: &Cluster, job: u32) {
-    let none_too = release_at_least(23, 11) && !release_at_least(24, 11);
+    let none_too = release_in((23, 11), (24, 11));
     c.wait_until(&format!("job {job} to wait for resources"), WAIT, || {
         c.job_state(job).as_deref() == Some("PENDING")
             && match c.job_reason(job).as_deref() {

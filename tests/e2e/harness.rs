@@ -66,6 +66,12 @@ pub fn release_at_least(major: u32, minor: u32) -> bool {
     (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (major, minor)
 }
 
+/// Whether the release under test is of the series `from` up to, not including, `before`
+/// (major, minor): where a release-specific behaviour of Slurm starts and where it ends.
+pub fn release_in(from: (u32, u32), before: (u32, u32)) -> bool {
+    release_at_least(from.0, from.1) && !release_at_least(before.0, before.1)
+}
+
 /// The select plugin tests run with (`GPUTOPO_SELECT`: `gputopo` (default) or `cons_tres`).
 pub fn select() -> String {
     std::env::var("GPUTOPO_SELECT").unwrap_or_else(|_| "gputopo".into())

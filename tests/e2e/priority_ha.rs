@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, release_at_least};
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, release_in};
 use super::priority_ledger::{EXTRA, assert_exact_with, job_time};
 
 /// Waits until the controller whose log `log` returns has, after the first `from` bytes of
@@ -46,7 +46,7 @@ fn backup_controller_takes_over_and_hands_back_the_ledger() {
     // "REQUEST_CONTROL reply but backup not completely done relinquishing control" and keeps
     // running as a controller (stock cons_tres with priority/basic too, on this harness), so
     // the hand-back cannot be checked there.
-    if release_at_least(24, 5) && !release_at_least(24, 11) {
+    if release_in((24, 5), (24, 11)) {
         eprintln!("skipped: Slurm 24.05's backup does not return to standby on failback");
         return;
     }

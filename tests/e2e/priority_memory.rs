@@ -13,7 +13,7 @@
 //! slurmctld, which the test sees as a controller that stopped answering or jobs that never
 //! finish.
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, release_at_least};
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, release_at_least, release_in};
 use std::time::Duration;
 
 /// Partitions p1..p3 and priority weights, shared with contrib/valgrind-priority.sh.
@@ -84,7 +84,7 @@ fn multi_partition_arrays_keep_the_heap_intact() {
     // 23.11 and 24.05 start these multi-partition array tasks from backfill only (every
     // bf_interval, 30 s; stock cons_tres with priority/multifactor too, seen on 23.11.4): at
     // 8 tasks a cycle the 83 tasks need about 320 s there.
-    let budget = if release_at_least(23, 11) && !release_at_least(24, 11) {
+    let budget = if release_in((23, 11), (24, 11)) {
         480
     } else {
         150

@@ -25,7 +25,8 @@ use std::collections::BTreeSet;
 
 use super::gres_configs::{assert_one_waits, running_of};
 use super::harness::{
-    Cluster, Opts, WAIT, e2e_enabled, parse_index_list, release, release_at_least, select,
+    Cluster, Opts, WAIT, e2e_enabled, parse_index_list, release, release_at_least, release_in,
+    select,
 };
 use super::preempt_qos::Dbd;
 use super::select::extra_with_faulty;
@@ -47,7 +48,7 @@ fn create_reservation(c: &Cluster, name: &str, node: &str, index: usize) -> BTre
     // logs "Created reservation=r1 ... cores=1 ... tres=cpu=1,gres/gpu=4", with stock cons_tres
     // too; 24.05.8 likewise runs one job of four), so only one `-c1` job fits in it: there
     // the reservation asks for a core per GPU.
-    let tres = if release_at_least(23, 11) && !release_at_least(24, 11) {
+    let tres = if release_in((23, 11), (24, 11)) {
         "TRES=cpu=4,gres/gpu=4"
     } else {
         "TRES=gres/gpu=4"
@@ -124,7 +125,7 @@ fn gres_reservation_with_a_faulty_gpu_uses_its_healthy_gpus() {
     // `_combine_gres_list_exc` reads `gres_js_in->gres_bit_alloc[i]` without checking the
     // array (src/slurmctld/reservation.c:5270, with stock cons_tres too; 24.05.8 checks it).
     // There the plain node gets no reservation and its case is skipped.
-    let plain = !(release_at_least(23, 11) && !release_at_least(24, 5));
+    let plain = !release_in((23, 11), (24, 5));
     let held2 = if plain {
         create_reservation(&c, "r2", "n2", 1)
     } else {

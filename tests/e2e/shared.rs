@@ -16,7 +16,7 @@
 
 use std::collections::BTreeSet;
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, release_at_least, select};
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, release_in, select};
 use super::select::extra_with_faulty;
 
 /// 8 V100s on two sockets (Slurm topology records: `Type=` and `Cores=`); the shared GRES
@@ -95,7 +95,7 @@ fn reads_24_11_per_gpu_shares() {
 /// cons_tres on 24.05.8: None, InvalidAccount, RUNNING). There a job is considered once it
 /// runs, or once two backfill cycles have passed since the call.
 fn considered(c: &Cluster, job: u32) -> String {
-    let backfill_only = release_at_least(23, 11) && !release_at_least(24, 11);
+    let backfill_only = release_in((23, 11), (24, 11));
     let cycles = if backfill_only {
         c.sdiag_backfill("Total cycles")
     } else {
