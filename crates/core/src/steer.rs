@@ -33,6 +33,7 @@
 //! uses the engine directly ([`Prepared`]): it orders nodes by the engine's own
 //! [`crate::placement::RankKey`], so there is one node order, not two.
 
+pub mod call;
 pub mod cool;
 mod engine_placer;
 pub mod explain;
@@ -40,6 +41,7 @@ pub mod fast_hash;
 pub mod first_fit;
 pub mod health_cache;
 pub mod key_memo;
+pub mod model;
 pub mod narrow;
 pub mod repick;
 pub mod reserved;

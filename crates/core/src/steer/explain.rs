@@ -108,6 +108,36 @@ pub struct NodeNote {
     pub degraded: Option<String>,
 }
 
+impl NodeNote {
+    /// The note of a node whose topology gputopo models: `set` judged against the `usable`
+    /// GPUs ([`assess`]), with the degraded GPUs among it.
+    pub fn ranked<P: Placer>(
+        placer: &P,
+        topo: &NodeTopology,
+        set: GpuSet,
+        usable: GpuSet,
+        degraded: GpuSet,
+    ) -> NodeNote {
+        NodeNote {
+            node: topo.name.clone(),
+            gpus: set.to_string(),
+            quality: Some(assess(placer, topo, set, usable)),
+            degraded: Some(set.intersection(degraded).to_string()),
+        }
+    }
+
+    /// The note of a node without topology records (`degraded` known) or beyond the model
+    /// (`degraded` unknown: `None`).
+    pub fn plain(node: &str, gpus: impl fmt::Display, degraded: Option<GpuSet>) -> NodeNote {
+        NodeNote {
+            node: node.to_owned(),
+            gpus: gpus.to_string(),
+            quality: None,
+            degraded: degraded.map(|d| d.to_string()),
+        }
+    }
+}
+
 impl fmt::Display for NodeNote {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} gpus={}", self.node, self.gpus)?;

@@ -19,6 +19,38 @@ pub struct WideHealth {
     pub degraded: WideSet,
 }
 
+/// A wide node's GPUs as the health rules see them, read once per `select_p_job_test` call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WideNode {
+    /// The node's name.
+    pub name: String,
+    /// Its GPU count.
+    pub count: usize,
+    /// (type id, GPUs) per topology record; empty on a node without them.
+    pub types: Vec<(u32, WideSet)>,
+    /// GPUs allocated, or whose shared GRES is in use.
+    pub busy: WideSet,
+    /// Published health.
+    pub health: WideHealth,
+}
+
+impl WideNode {
+    /// GPUs of the type (all for an untyped request); `None` for a typed request on a node
+    /// without topology records (cons_tres matches the type by counts there).
+    pub fn of_type(&self, type_id: Option<u32>) -> Option<WideSet> {
+        let all = WideSet::first_n(self.count);
+        if self.types.is_empty() {
+            return type_id.is_none().then_some(all);
+        }
+        let typed = self
+            .types
+            .iter()
+            .filter(|(t, _)| type_id.is_none_or(|id| id == *t))
+            .fold(WideSet::new(), |acc, (_, g)| acc.union(g));
+        Some(typed.intersection(&all))
+    }
+}
+
 /// What happens to cons_tres's pick on a wide node.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WideDecision {

@@ -1,0 +1,138 @@
+//! The state one `select_p_job_test` call decides over, read from Slurm once before the
+//! first try: the job's request and every candidate node's GPUs (by type, allocated, shared
+//! in use, topology, health). Node state does not change between the tries of one call
+//! (slurmctld holds its job and node write locks, and cons_tres commits nothing before the
+//! call returns), so the tries and the re-picks all read this one copy.
+
+use std::sync::Arc;
+
+use super::super::model::NodeModel;
+use super::super::tries::Mode;
+use super::super::wide::WideNode;
+use crate::config::SelectConfig;
+use crate::gpuset::GpuSet;
+use crate::wideset::WideSet;
+
+/// What the job asks of each node, read from its `gpu` requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuNeed {
+    /// GPUs per node (at least 1).
+    pub per_node: usize,
+    /// The type id of a typed request (the first typed one), `None` for untyped.
+    pub type_id: Option<u32>,
+}
+
+/// The job's side of the call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobFacts {
+    /// Slurm's job id (for log lines).
+    pub id: u32,
+    /// RUN_NOW or WILL_RUN ([`super::super::tries::mode_of`]; other modes are forwarded).
+    pub mode: Mode,
+    /// Whole GPUs per node; `None` for a job without a `gpu` request.
+    pub need: Option<GpuNeed>,
+    /// The job has a shared GRES request (`shard`, `mps`).
+    pub shared: bool,
+    /// Its minimum node count.
+    pub min_nodes: usize,
+    /// Nodes it requires (`--nodelist`), ascending.
+    pub required: Vec<usize>,
+    /// It takes whole nodes (`--exclusive`, `OverSubscribe=EXCLUSIVE`, whole-node GRES).
+    pub whole_node: bool,
+    /// The call offers preemptable jobs: cons_tres must see every node.
+    pub preemption: bool,
+    /// `--gres-flags=enforce-binding`: only GPUs near the job's cores.
+    pub binding: bool,
+    /// GRES reservations constrain this call's GPUs (23.11+ `resv_exc_t`): the re-pick
+    /// chooses within what they allow ([`super::super::reserved`]).
+    pub reserved: bool,
+}
+
+impl JobFacts {
+    /// True when gputopo steers this call at all; otherwise it goes to cons_tres unchanged.
+    /// A job with whole GPUs is steered; one with shared GRES only is checked for health
+    /// (RUN_NOW with `HealthAware=yes`, one try of every node); anything else is forwarded.
+    pub fn steered(&self, cfg: &SelectConfig) -> bool {
+        self.need.is_some() || (self.shared && self.mode == Mode::RunNow && cfg.health_aware)
+    }
+}
+
+/// A modelled candidate: one whose topology gputopo builds (at most 32 GPUs).
+#[derive(Debug, Clone)]
+pub struct Modelled {
+    /// The node's model (shared with the plugin's cache: a reference count, not a copy).
+    pub model: Arc<NodeModel>,
+    /// GPUs allocated to jobs (node `gres_bit_alloc`).
+    pub allocated: GpuSet,
+    /// GPUs whose shared GRES (`shard`, `mps`) some job holds.
+    pub shared_in_use: GpuSet,
+    /// The node's GPU count in Slurm (the width of its GPU bitmaps).
+    pub count: usize,
+    /// Slurm's scheduling weight (`sched_weight`).
+    pub weight: u64,
+}
+
+/// What gputopo knows of one candidate's GPUs.
+#[derive(Debug, Clone)]
+pub enum Gpus {
+    /// Topology and health known.
+    Modelled(Modelled),
+    /// More GPUs than the topology model holds: health only ([`super::super::wide`]).
+    Wide(WideNode),
+    /// Nothing gputopo can read (no `gpu` GRES, a topology that does not build): cons_tres
+    /// alone decides there, in the final try.
+    Opaque,
+}
+
+/// One candidate node of the call.
+#[derive(Debug, Clone)]
+pub struct NodeState {
+    /// Its index in slurmctld's node table (a bit of the candidate bitmap).
+    pub node: usize,
+    /// Its GPUs.
+    pub gpus: Gpus,
+}
+
+impl NodeState {
+    /// The node's name when gputopo read its GPUs.
+    pub fn name(&self) -> Option<&str> {
+        match &self.gpus {
+            Gpus::Modelled(m) => Some(m.model.name()),
+            Gpus::Wide(w) => Some(&w.name),
+            Gpus::Opaque => None,
+        }
+    }
+
+    /// Its faulty GPUs, as far as known.
+    pub fn faulty(&self, cfg: &SelectConfig) -> WideSet {
+        match &self.gpus {
+            Gpus::Modelled(m) => m.model.masks(cfg).faulty.into(),
+            Gpus::Wide(w) => w.health.faulty.clone(),
+            Gpus::Opaque => WideSet::new(),
+        }
+    }
+}
+
+/// Everything one call decides over.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The job.
+    pub job: JobFacts,
+    /// Every candidate cons_tres was offered, by ascending node index.
+    pub nodes: Vec<NodeState>,
+}
+
+impl Snapshot {
+    /// The candidate with node index `node`.
+    pub fn node(&self, node: usize) -> Option<&NodeState> {
+        self.nodes
+            .binary_search_by_key(&node, |n| n.node)
+            .ok()
+            .map(|i| &self.nodes[i])
+    }
+
+    /// Candidate node indices, ascending.
+    pub fn indices(&self) -> Vec<usize> {
+        self.nodes.iter().map(|n| n.node).collect()
+    }
+}
