@@ -7,8 +7,10 @@
 //! - [`job_test`] (`select_p_job_test`): in RUN_NOW and WILL_RUN, drops nodes whose faulty
 //!   GPUs rule them out, steers cons_tres toward the nodes where the job's GPUs connect best
 //!   (narrowing the candidate bitmap, widening on failure), and after a RUN_NOW success
-//!   re-picks the GPU indices on each chosen node ([`run`], [`gpus`], [`nodes`]; state and
-//!   config in [`state`]). TEST_ONLY is
+//!   re-picks the GPU indices on each chosen node. [`read`] takes Slurm's state once per call
+//!   into the core's snapshot, the core's state machine
+//!   ([`gputopo_core::steer::call`]) decides every step, [`run`] carries the steps out and
+//!   [`write`] writes the placement back once; state and config in [`state`]. TEST_ONLY is
 //!   forwarded untouched.
 //! - Before a call that offers preemption candidates, [`preempt`] reorders them so cons_tres
 //!   frees the best-connected GPUs at the same cost.
@@ -20,13 +22,11 @@
 
 pub mod degraded;
 pub mod explain;
-pub mod gpus;
-pub mod nodes;
 pub mod preempt;
+pub mod read;
 pub mod run;
-pub mod shared;
 pub mod state;
-pub mod wide;
+pub mod write;
 
 use std::ffi::c_int;
 

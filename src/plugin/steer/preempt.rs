@@ -15,9 +15,11 @@ use gputopo_core::config::SelectConfig;
 use gputopo_core::steer::victims::{self, Candidate, VictimNode};
 
 use crate::ffi;
-use crate::plugin::steer::gpus::emit;
-use crate::plugin::steer::nodes;
-use crate::plugin::steer::state::{NodeModel, SteerState};
+use gputopo_core::steer::model::NodeModel;
+
+use crate::plugin::steer::read;
+use crate::plugin::steer::run::emit;
+use crate::plugin::steer::state::SteerState;
 use crate::slurm::EntryPtr;
 use crate::slurm::bitmap::NodeIndex;
 use crate::slurm::job::JobView;
@@ -38,7 +40,7 @@ pub fn order_candidates(
     if crate::slurm::conf::preempt_youngest_first() {
         return;
     }
-    let Some(need) = nodes::gpu_need(job, max_nodes).filter(|n| n.type_id.is_none()) else {
+    let Some(need) = read::gpu_need(job, max_nodes).filter(|n| n.type_id.is_none()) else {
         return;
     };
     let cands = preempt::candidates(list);

@@ -1,34 +1,37 @@
-//! The `select_p_job_test` hook's loop: narrow the candidate bitmap, call cons_tres, and on
-//! RUN_NOW success re-pick the GPUs; widen on failure, exclude nodes that would hand out a
-//! faulty GPU and ask again.
+//! The `select_p_job_test` hook's driver: read the call once ([`read::snapshot`]), let the
+//! core's state machine decide each step ([`gputopo_core::steer::call`]), carry the steps
+//! out (rewrite the candidate bitmap, call cons_tres, read its selection), and write the
+//! final placement back once ([`write::placement`]).
 //!
-//! Invariants (see `gputopo_core::steer` for the pure rules):
-//! - TEST_ONLY and RESV calls, reservation test jobs (JobId 0) and jobs without a GPU request
-//!   are forwarded unchanged: a transient fault never makes a job "never runnable".
+//! Invariants (the rules themselves are the core's, unit-tested there):
+//! - TEST_ONLY and RESV calls, reservation test jobs (JobId 0) and jobs without a GPU or
+//!   shared request are forwarded unchanged: a transient fault never makes a job "never
+//!   runnable".
 //! - The last try is always every healthy candidate cons_tres was offered, so a job that
 //!   could run without gputopo still runs (unless only faulty GPUs would serve it).
-//! - cons_tres is called at most `MAX_TRIES` + `MAX_EXCLUSIONS` + 1 times per hook call; the
+//! - cons_tres is called at most `MAX_TRIES + MAX_EXCLUSIONS + 1` times per hook call; the
 //!   candidate bitmap is slurmctld's scratch copy and is rewritten in place before each try.
-//!
-//! The loop itself (which nodes next, given cons_tres's last answer) is the core's state
-//! machine [`gputopo_core::steer::tries`]; this file reads Slurm's state into it, makes the
-//! calls and writes back.
+//! - No lock of the plugin is held across a call into cons_tres: the model cache is locked
+//!   while the snapshot is read, the rank-key memo while the tiers are planned.
 
 use std::ffi::c_int;
+use std::sync::PoisonError;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
+
+use gputopo_core::config::SelectConfig;
+use gputopo_core::steer::call::{self, Ctx, Event, Outcome, Reply, Snapshot};
+use gputopo_core::steer::tries;
 
 use crate::ffi;
 use crate::plugin::steer::explain;
-use crate::plugin::steer::gpus::{JobRepick, repick_job};
-use crate::plugin::steer::nodes::{self, MAX_TRIES, NodeFacts};
-use crate::plugin::steer::shared;
+use crate::plugin::steer::read;
 use crate::plugin::steer::state::{Stats, SteerState};
-use crate::plugin::steer::wide;
+use crate::plugin::steer::write;
 use crate::slurm::bitmap::{BitmapMut, NodeIndex};
 use crate::slurm::gres::ResvGres;
 use crate::slurm::job::JobView;
-use gputopo_core::config::SelectConfig;
-use gputopo_core::steer::tries;
+use crate::slurm::node;
 
 /// Arguments of one `select_p_job_test` call that the hook reads.
 #[derive(Debug, Clone, Copy)]
@@ -68,13 +71,13 @@ pub fn job_test(
     call: Call<'_>,
 ) -> c_int {
     let started = Instant::now();
-    let stock_before = st.stats.stock_ns.load(std::sync::atomic::Ordering::Relaxed);
+    let stock_before = st.stats.stock_ns.load(Ordering::Relaxed);
     let rc = steer(st, &forward, job, &mut bitmap, call);
     let total = started.elapsed().as_nanos() as u64;
     let stock = st
         .stats
         .stock_ns
-        .load(std::sync::atomic::Ordering::Relaxed)
+        .load(Ordering::Relaxed)
         .saturating_sub(stock_before);
     Stats::add(&st.stats.own_ns, total.saturating_sub(stock));
     rc
@@ -95,71 +98,12 @@ fn steer(
     let Some(mode) = tries::mode_of(call_mode(call.mode), job.id().0, any, now) else {
         return timed(st, forward);
     };
-    let run_now = mode == tries::Mode::RunNow;
-    let Some(need) = nodes::gpu_need(job, call.max_nodes) else {
-        let Some(tiers) = shared::tiers(job, bitmap, &cfg, call) else {
-            return timed(st, forward);
-        };
-        let mode = tries::Mode::RunNow; // (shared::tiers: RUN_NOW only)
-        return drive(
-            st,
-            forward,
-            job,
-            bitmap,
-            &cfg,
-            call,
-            tiers,
-            Vec::new(),
-            mode,
-        );
-    };
-    let mut offered: Vec<NodeIndex> = Vec::with_capacity(bitmap.count());
-    offered.extend(bitmap.iter_set());
-    let (facts, opaque) = nodes::gather(st, &cfg, job, &offered, need);
-    let required = job.required_nodes();
-    let whole = job.whole_node();
-    let excluded: Vec<NodeIndex> = if cfg.health_aware {
-        let mut out = nodes::unhealthy(&facts, need, run_now, whole, &required, job.id().0);
-        let rule = nodes::filter_rule(need, run_now, whole);
-        out.extend(wide::unhealthy(
-            st, &cfg, job, &opaque, need, rule, &required,
-        ));
-        out
-    } else {
-        Vec::new()
-    };
-    let mut healthy = facts;
-    if !excluded.is_empty() {
-        healthy.retain(|f| !excluded.contains(&f.index));
+    let facts = read::job_facts(job, &call, mode);
+    if !facts.steered(&cfg) {
+        return timed(st, forward);
     }
-    // Usually every node is ranked (Slurm knows the topology): no partition to build then.
-    let (ranked, unranked): (Vec<_>, Vec<_>) = if healthy.iter().all(|f| f.ranked) {
-        (healthy, Vec::new())
-    } else {
-        healthy.into_iter().partition(|f| f.ranked)
-    };
-    let ids = |v: &[NodeFacts]| v.iter().map(|f| f.index.0).collect::<Vec<_>>();
-    let opaque_ids: Vec<usize> = opaque.iter().map(|n| n.0).collect();
-    let required_ids: Vec<usize> = required.iter().map(|n| n.0).collect();
-    let steering = tries::Steering {
-        node_ranking: cfg.node_ranking,
-        whole_node: whole,
-        preemption: call.preemption,
-    };
-    let tiers = tries::tiers(
-        steering,
-        &ids(&ranked),
-        &ids(&unranked),
-        &opaque_ids,
-        &required_ids,
-        || {
-            nodes::plan(st, &ranked, need, job.min_nodes(), &required)
-                .into_iter()
-                .map(|t| t.into_iter().map(|n| n.0).collect())
-                .collect()
-        },
-    );
-    drive(st, forward, job, bitmap, &cfg, call, tiers, excluded, mode)
+    let snap = read::snapshot(st, &cfg, job, facts, bitmap.iter_set());
+    drive(st, forward, job, bitmap, &cfg, call, &snap)
 }
 
 /// The base mode of a call, for [`tries::mode_of`].
@@ -173,9 +117,7 @@ fn call_mode(mode: u16) -> tries::CallMode {
     }
 }
 
-/// Runs the tries of one call (`tiers` of node indices, `excluded` never offered) and makes
-/// the give-up release; on each RUN_NOW success the GPU and shared-GRES re-picks decide.
-#[allow(clippy::too_many_arguments)]
+/// Runs the core's state machine over `snap`, carrying out its steps, then writes back.
 fn drive(
     st: &SteerState,
     forward: &impl Fn() -> c_int,
@@ -183,67 +125,87 @@ fn drive(
     bitmap: &mut BitmapMut<'_, NodeIndex>,
     cfg: &SelectConfig,
     call: Call<'_>,
-    tiers: Vec<Vec<usize>>,
-    mut excluded: Vec<NodeIndex>,
-    mode: tries::Mode,
+    snap: &Snapshot,
 ) -> c_int {
-    let will_run = matches!(mode, tries::Mode::WillRun { .. });
-    excluded.sort_unstable();
-    let plan = tries::Tries::new(tiers, excluded.iter().map(|n| n.0).collect(), mode);
+    let ctx = Ctx {
+        cfg,
+        engine: &st.engine,
+        log: cfg.log_decisions || crate::slurm::conf::debug_select_or_gres(),
+        multiple_sharing: crate::slurm::conf::multiple_sharing_gres_pj(),
+    };
+    let machine = {
+        let mut keys = st.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        call::Call::start(snap, ctx, &mut keys)
+    };
+    let will_run = matches!(snap.job.mode, tries::Mode::WillRun { .. });
     let mut rc = ffi::SLURM_ERROR;
-    let mut withheld = excluded;
-    let (outcome, mut calls) = tries::run(plan, |offer| {
-        write_bitmap(bitmap, offer);
-        rc = timed(st, forward);
-        if rc != ffi::SLURM_SUCCESS as c_int {
-            tries::Answer::Failed
-        } else if will_run {
-            tries::Answer::Planned {
-                start: job.start_time(),
-            }
-        } else {
-            match repick_all(st, cfg, job, call.reserved.as_ref()) {
-                JobRepick::Done { .. } => tries::Answer::Placed,
-                JobRepick::Exclude(nodes) => {
-                    withheld.extend(&nodes);
-                    tries::Answer::Exclude(nodes.into_iter().map(|n| n.0).collect())
+    let mut events = Vec::new();
+    let finish = call::run(
+        machine,
+        |offer| {
+            write_bitmap(bitmap, offer);
+            rc = timed(st, forward);
+            if rc != ffi::SLURM_SUCCESS as c_int {
+                Reply::Failed
+            } else if will_run {
+                Reply::Planned {
+                    start: job.start_time(),
                 }
+            } else {
+                Reply::Selected(read::selection(job, &call))
+            }
+        },
+        |e| events.extend(e),
+    );
+    log_events(job, snap, cfg, &events);
+    match finish.outcome {
+        Outcome::Success => {
+            if let Some(p) = &finish.placement {
+                let replaced = write::placement(job, p);
+                Stats::add(&st.stats.replaced, replaced as u64);
             }
         }
-    });
-    if outcome == tries::Outcome::GiveUp {
-        // Wait for this cycle without leaving an allocation with a faulty GPU behind: an
-        // empty try makes cons_tres fail and free job_resrcs.
-        write_bitmap(bitmap, &[]);
-        let _ = timed(st, forward);
-        calls += 1;
-        rc = ffi::SLURM_ERROR;
+        // The release (an empty try) made cons_tres free its allocation; the job waits.
+        Outcome::GiveUp => rc = ffi::SLURM_ERROR,
+        Outcome::Failed => {}
     }
-    if outcome != tries::Outcome::Success {
-        explain::pending(st, cfg, job, &withheld);
+    if finish.outcome != Outcome::Success {
+        explain::pending(job, snap, cfg, &finish.withheld);
     }
-    if calls > 1 {
-        Stats::add(&st.stats.extra_stock_calls, (calls - 1) as u64);
+    Stats::add(&st.stats.excluded, finish.excluded as u64);
+    if finish.calls > 1 {
+        Stats::add(&st.stats.extra_stock_calls, (finish.calls - 1) as u64);
     }
-    debug_assert!(calls <= MAX_TRIES + tries::MAX_EXCLUSIONS + 1);
+    debug_assert!(finish.calls <= call::MAX_TRIES + tries::MAX_EXCLUSIONS + 1);
     rc
 }
 
-/// Both re-picks of a RUN_NOW success: whole GPUs ([`repick_job`]) and shared GRES
-/// ([`shared::repick_shared`]); the nodes either excludes, else the writes of both.
-fn repick_all(
-    st: &SteerState,
-    cfg: &SelectConfig,
-    job: &mut JobView<'_>,
-    reserved: Option<&ResvGres<'_>>,
-) -> JobRepick {
-    match repick_job(st, cfg, job, reserved) {
-        JobRepick::Done { replaced } => match shared::repick_shared(st, cfg, job) {
-            JobRepick::Done { replaced: more } => JobRepick::Done {
-                replaced: replaced + more,
-            },
-            exclude => exclude,
-        },
-        exclude => exclude,
+/// Writes the call's log events through Slurm's log, each with its node's name.
+fn log_events(job: &JobView<'_>, snap: &Snapshot, cfg: &SelectConfig, events: &[Event]) {
+    let job_id = snap.job.id;
+    for e in events {
+        let name = e.node().map(|n| {
+            snap.node(n)
+                .and_then(|s| s.name().map(str::to_owned))
+                .or_else(|| node::view(job, NodeIndex(n)).map(|v| v.name().to_owned()))
+                .unwrap_or_else(|| "?".to_owned())
+        });
+        let line = e.line(job_id, name.as_deref().unwrap_or(""));
+        match e {
+            Event::NoGpuSelected { .. } => log::warn!("{line}"),
+            Event::Skipped { .. } | Event::WidthMismatch { .. } => {
+                log::debug!(target: "gputopo::select", "{line}");
+            }
+            Event::Decision(_) => emit(cfg.log_decisions, &line),
+        }
+    }
+}
+
+/// Writes a decision line: info level with `LogDecisions=yes`, else debug.
+pub fn emit(verbose: bool, msg: &str) {
+    if verbose {
+        log::info!(target: "gputopo::select", "{msg}");
+    } else {
+        log::debug!(target: "gputopo::select", "{msg}");
     }
 }

@@ -24,7 +24,7 @@ mod settings;
 mod stats;
 
 use model::ModelEntry;
-pub use model::{Models, NodeModel, health_masks};
+pub use model::Models;
 use settings::load_config;
 pub use stats::Stats;
 

@@ -1,13 +1,11 @@
 //! The per-node model cache ([`SteerState::model`]): what gputopo knows of a node's GPUs,
 //! keyed by content and rebuilt only when what it is built from changes.
 
-use std::sync::{Arc, OnceLock, PoisonError};
+use std::sync::{Arc, PoisonError};
 
 use gputopo_core::GpuSet;
-use gputopo_core::config::SelectConfig;
 use gputopo_core::health::{NodeHealth, Status};
-use gputopo_core::placement::TopoHandle;
-use gputopo_core::steer::HealthMasks;
+use gputopo_core::steer::model::NodeModel;
 use gputopo_core::topology::NodeTopology;
 use gputopo_core::topology::gres_model::from_slurm;
 
@@ -72,8 +70,8 @@ impl SteerState {
             }
             digest = Some(d);
         }
-        if crate::plugin::steer::wide::is_wide(gres) {
-            return None; // health only, in super::wide
+        if crate::plugin::steer::read::is_wide(gres) {
+            return None; // health only (core::steer::wide)
         }
         let content = digest.unwrap_or_else(|| (gres.content_digest(), node.cores_per_socket()));
         let health = self.node_health(node);
@@ -88,21 +86,7 @@ impl SteerState {
                 .unwrap_or_default(),
         );
         let tables = self.engine.handle(&topo);
-        let untyped = types
-            .iter()
-            .fold(GpuSet::EMPTY, |acc, (_, g)| acc.union(*g))
-            .intersection(topo.all());
-        let model = Arc::new(NodeModel {
-            topo: Arc::new(topo),
-            health,
-            masks: OnceLock::new(),
-            // Slurm keeps topology records only when some gres.conf line has Type= or
-            // Cores= (gres.c `_get_tot_gres_cnt`); a plain `File=` node has none.
-            ranked: !types.is_empty(),
-            untyped,
-            types,
-            tables,
-        });
+        let model = Arc::new(NodeModel::new(topo, health, types, tables));
         let slots = &mut models.0;
         if slots.len() <= key {
             slots.resize_with(key + 1, || None);
@@ -114,57 +98,6 @@ impl SteerState {
             model: Arc::clone(&model),
         });
         Some(model)
-    }
-}
-
-/// A node's GPUs as the decisions see them (see [`SteerState::model`]).
-#[derive(Debug)]
-pub struct NodeModel {
-    /// The interconnect.
-    pub topo: Arc<NodeTopology>,
-    /// Published health, if any.
-    pub health: Option<Arc<NodeHealth>>,
-    /// (type id, GPUs) per topology record.
-    pub types: Vec<(u32, GpuSet)>,
-    /// Slurm knows the node's GPU topology (it has topology records). A node without them
-    /// (plain `File=` lines) is scheduled exactly as cons_tres does: never ranked, and its
-    /// GPUs re-picked only to avoid faulty or degraded ones.
-    pub ranked: bool,
-    /// Every GPU of a topology record (what an untyped request matches, read for every
-    /// candidate on every call: computed once).
-    untyped: GpuSet,
-    /// The engine's interned tables for `topo` (`None` above 16 GPUs).
-    pub tables: Option<TopoHandle>,
-    /// [`health_masks`] of `health`, computed on first use: the settings it depends on
-    /// change only on reconfigure, which drops every model.
-    masks: OnceLock<HealthMasks>,
-}
-
-impl NodeModel {
-    /// The health masks of the node ([`health_masks`] with `cfg`), computed once per model.
-    pub fn masks(&self, cfg: &SelectConfig) -> HealthMasks {
-        *self
-            .masks
-            .get_or_init(|| health_masks(self.health.as_deref(), cfg))
-    }
-
-    /// GPUs of type `type_id` (every GPU for an untyped request), as cons_tres matches types;
-    /// `None` when unknown: a typed request on a node without topology records, where
-    /// cons_tres matches the type through counts only.
-    pub fn of_type(&self, type_id: Option<u32>) -> Option<GpuSet> {
-        if !self.ranked {
-            return type_id.is_none().then(|| self.topo.all());
-        }
-        let Some(id) = type_id else {
-            return Some(self.untyped);
-        };
-        Some(
-            self.types
-                .iter()
-                .filter(|(t, _)| id == *t)
-                .fold(GpuSet::EMPTY, |acc, (_, g)| acc.union(*g))
-                .intersection(self.topo.all()),
-        )
     }
 }
 
@@ -211,18 +144,4 @@ fn build_topology(
         agent.apply_to(&mut topo);
     }
     Some(topo)
-}
-
-/// Health masks from a node's published verdicts: `faulty` never allocated; `degraded` and
-/// `unknown` last when `degraded_last` (the rule is [`crate::plugin::steer::wide::wide_health`]'s, on the
-/// indices the topology model holds).
-pub fn health_masks(health: Option<&NodeHealth>, cfg: &SelectConfig) -> HealthMasks {
-    if health.is_none() || !cfg.health_aware {
-        return HealthMasks::ALL_OK;
-    }
-    let w = crate::plugin::steer::wide::wide_health(health, cfg);
-    HealthMasks {
-        faulty: w.faulty.narrow(),
-        degraded: w.degraded.narrow(),
-    }
 }
