@@ -20,7 +20,8 @@
 //! - [`priority`]: Slurm's multifactor priority math, and gputopo's extensions.
 //! - [`sim`]: the trace-driven cluster simulator.
 //! - [`steer`]: what `select/gputopo` changes in cons_tres's answer (GPU re-pick, node
-//!   steering, health cache), as pure decisions.
+//!   steering, health cache), as pure decisions; [`steer::call`] runs one
+//!   `select_p_job_test` call as a state machine over a snapshot of Slurm's state.
 //!
 //! This crate knows nothing of Slurm, NVML, C or `unsafe`; the compiler enforces the last one.
 #![forbid(unsafe_code)]

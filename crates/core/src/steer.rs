@@ -19,8 +19,11 @@
 //!   degraded ones last, cons_tres's pick kept otherwise.
 //! - [`victims`]: preemption victims that free the best GPU set at cons_tres's cost, faulty
 //!   GPUs planned as absent, and the candidate order that steers cons_tres to them.
-//! - [`tries`]: the control loop of `select_p_job_test` (tiers, widening, exclusion rounds,
-//!   give-up) as a state machine, tested against fake cons_tres closures.
+//! - [`call`]: one `select_p_job_test` call as a state machine over a snapshot of Slurm's
+//!   state (the plugin reads the snapshot, carries out each step, writes the placement),
+//!   tested against a fake cons_tres.
+//! - [`tries`]: the control loop underneath (tiers, widening, exclusion rounds, give-up).
+//! - [`model`]: what gputopo knows of a node's GPUs (topology, health, types, tables).
 //! - [`cool`]: among equally connected sets, GPUs that do not run warm (`PreferCool`).
 //! - [`explain`]: the placement note users read in `scontrol show job` (`SystemComment`).
 //! - [`health_cache`]: per-node GPU health parsed from node `Extra`, parsed once per change.
