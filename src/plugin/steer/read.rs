@@ -91,7 +91,7 @@ pub fn snapshot(
             .and_then(|nv| {
                 let ng = nv.gpus()?;
                 if is_wide(&ng) {
-                    return Some(Gpus::Wide(wide_node(st, cfg, &nv, &ng)));
+                    return Some(Gpus::Wide(Box::new(wide_node(st, cfg, &nv, &ng))));
                 }
                 let model = st.model_in(&mut models, &nv, &ng, cfg.prefer_agent_topology)?;
                 Some(Gpus::Modelled(Modelled {

@@ -78,7 +78,9 @@ pub enum Gpus {
     /// Topology and health known.
     Modelled(Modelled),
     /// More GPUs than the topology model holds: health only ([`super::super::wide`]).
-    Wide(WideNode),
+    /// Boxed: rare, and several times the size of the other variants, which every
+    /// candidate of every call would carry.
+    Wide(Box<WideNode>),
     /// Nothing gputopo can read (no `gpu` GRES, a topology that does not build): cons_tres
     /// alone decides there, in the final try.
     Opaque,

@@ -120,7 +120,7 @@ impl FakeNode {
         let gpus = if self.opaque {
             Gpus::Opaque
         } else if let Some(count) = self.wide {
-            Gpus::Wide(WideNode {
+            Gpus::Wide(Box::new(WideNode {
                 name,
                 count,
                 types: Vec::new(),
@@ -129,7 +129,7 @@ impl FakeNode {
                     faulty: self.faulty.iter().copied().collect(),
                     degraded: self.degraded.iter().copied().collect(),
                 },
-            })
+            }))
         } else {
             let mut topo = fixtures::dgx1v();
             topo.name = name;
