@@ -7,16 +7,25 @@
 //! `2gpu_job_memo` takes them from the topology's `KeyMemo` as slurmctld does (warm: the
 //! nodes' states were seen before); `2gpu_job_node_memo` first compares each node's state
 //! with its last lookup (`KeyMemos::node_key`), as slurmctld does now: the plugin's
-//! steady-state cost.
+//! steady-state cost. `steer_call/2gpu_job` is the whole path as the plugin runs it now
+//! (`call::Call` over a snapshot, the judge of cons_tres's selection included).
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use gputopo_core::GpuSet;
+use gputopo_core::config::SelectConfig;
+use gputopo_core::health::read_extra;
 use gputopo_core::placement::engine::Gputopo;
+use gputopo_core::steer::call::{
+    self, Call, Chosen, Ctx, GpuNeed, GpuPicks, Gpus, JobFacts, Modelled, NodeState, Pick, Reply,
+    Selection, Snapshot,
+};
 use gputopo_core::steer::key_memo::KeyMemos;
+use gputopo_core::steer::model::NodeModel;
 use gputopo_core::steer::narrow::{self, Basis, Candidate, Need};
 use gputopo_core::steer::tries::{self, Answer, Mode, Steering, Tries};
 use gputopo_core::steer::{HealthMasks, Prepared};
 use gputopo_core::topology::fixture;
+use gputopo_core::{GpuSet, WideSet};
 use std::hint::black_box;
+use std::sync::Arc;
 
 fn bench(c: &mut Criterion) {
     let topo = fixture::parse(include_str!("../contrib/topologies/dgx1v.topo"))
@@ -115,5 +124,132 @@ fn one_call(
     })
 }
 
-criterion_group!(benches, bench);
+/// The plugin's whole decision path per call since issue 14 item 5: `call::Call` over a
+/// snapshot of N DGX-1V candidates (pre-filter, tiers with the node-memo keys, the tries,
+/// and the judge of cons_tres's selection), against a fake cons_tres that fails the first
+/// tier and then places the job on the lowest offered node that fits, lowest free GPUs.
+fn bench_call(c: &mut Criterion) {
+    let engine = Gputopo::new();
+    let cfg = SelectConfig::default();
+    let mut g = c.benchmark_group("steer_call");
+    for n in [1_000usize, 10_000] {
+        let snap = snapshot(&engine, n);
+        let keys = std::cell::RefCell::new(KeyMemos::default());
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_with_input(BenchmarkId::new("2gpu_job", n), &snap, |b, snap| {
+            b.iter(|| {
+                let ctx = Ctx {
+                    cfg: &cfg,
+                    engine: &engine,
+                    log: false,
+                    multiple_sharing: false,
+                };
+                let started = Call::start(snap, ctx, &mut keys.borrow_mut());
+                let mut first = true;
+                black_box(call::run(
+                    started,
+                    |offer| fake_cons_tres(snap, offer, &mut first),
+                    |_| {},
+                ))
+            });
+        });
+    }
+    g.finish();
+}
+
+/// N DGX-1V candidates as the plugin reads them: free GPUs spread by a hash, a faulty GPU on
+/// every 7th node (8 distinct models, shared as the plugin's cache shares one per node).
+fn snapshot(engine: &Gputopo, n: usize) -> Snapshot {
+    let topo = fixture::parse(include_str!("../contrib/topologies/dgx1v.topo"))
+        .expect("contrib/topologies/dgx1v.topo parses (tested)");
+    let models: Vec<Arc<NodeModel>> = (0..=8)
+        .map(|f| {
+            let health = (f < 8).then(|| {
+                let json = format!(r#"{{"gputopo":{{"v":1,"gpus":[{{"i":{f},"s":"faulty"}}]}}}}"#);
+                Arc::new(read_extra(&json).expect("valid").expect("ours").health)
+            });
+            let tables = engine.handle(&topo);
+            Arc::new(NodeModel::new(
+                topo.clone(),
+                health,
+                vec![(1, topo.all())],
+                tables,
+            ))
+        })
+        .collect();
+    let nodes = (0..n)
+        .map(|i| {
+            let free = GpuSet::from_bits(((i as u32).wrapping_mul(2_654_435_761) >> 24) & 0xff);
+            let model = if i % 7 == 0 {
+                &models[i % 8]
+            } else {
+                &models[8]
+            };
+            NodeState {
+                node: i,
+                gpus: Gpus::Modelled(Modelled {
+                    model: Arc::clone(model),
+                    allocated: topo.all().difference(free),
+                    shared_in_use: GpuSet::EMPTY,
+                    count: 8,
+                    weight: 1 << 8,
+                }),
+            }
+        })
+        .collect();
+    let job = JobFacts {
+        id: 1,
+        mode: Mode::RunNow,
+        need: Some(GpuNeed {
+            per_node: 2,
+            type_id: None,
+        }),
+        shared: false,
+        min_nodes: 1,
+        required: Vec::new(),
+        whole_node: false,
+        preemption: false,
+        binding: false,
+        reserved: false,
+    };
+    Snapshot { job, nodes }
+}
+
+/// Fails the first offer, then selects the lowest free pair on the lowest offered node.
+fn fake_cons_tres(snap: &Snapshot, offer: &[usize], first: &mut bool) -> Reply {
+    if std::mem::take(first) {
+        return Reply::Failed;
+    }
+    for &n in offer {
+        let Some(Gpus::Modelled(m)) = snap.node(n).map(|s| &s.gpus) else {
+            continue;
+        };
+        let free = m.model.topo.all().difference(m.allocated);
+        if free.len() >= 2 {
+            let bits: WideSet = free.iter().take(2).collect();
+            return Reply::Selected(Selection {
+                nodes: vec![Chosen {
+                    node: n,
+                    near: WideSet::first_n(8),
+                }],
+                gpu: vec![GpuPicks {
+                    request: 0,
+                    type_id: None,
+                    type_name: None,
+                    on: vec![Pick {
+                        takes_none: false,
+                        bits: Some(bits),
+                        width: 8,
+                        count: 2,
+                        reserved: None,
+                    }],
+                }],
+                shared: Vec::new(),
+            });
+        }
+    }
+    Reply::Failed
+}
+
+criterion_group!(benches, bench, bench_call);
 criterion_main!(benches);
