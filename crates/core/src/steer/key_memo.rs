@@ -62,6 +62,25 @@ impl KeyMemos {
         {
             return *k;
         }
+        self.node_key_moved(node, slot, tables, c, input, gpus_per_node, compute)
+    }
+
+    /// [`Self::node_key`] for a node whose state moved since its last lookup (or that has
+    /// none): from the memo of its tables, which becomes its last key. Kept out of line, so
+    /// the lookup of an unchanged node (most of them) stays a few instructions.
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn node_key_moved(
+        &mut self,
+        node: usize,
+        slot: usize,
+        tables: &TopoHandle,
+        c: &Candidate<'_>,
+        input: Input,
+        gpus_per_node: usize,
+        compute: impl FnOnce() -> Option<NodeKey>,
+    ) -> Option<NodeKey> {
         let k = self.for_tables(tables).key(c, gpus_per_node, compute);
         if node < Self::NODES {
             if self.last.len() <= slot {

@@ -33,7 +33,10 @@ use super::{HealthMasks, Prepared};
 use crate::gpuset::GpuSet;
 use crate::placement::RankKey;
 use crate::topology::NodeTopology;
-use std::cmp::Reverse;
+use std::cmp::Ordering;
+
+mod key;
+pub use key::NodeKey;
 
 /// One candidate node.
 #[derive(Clone, Copy, Debug)]
@@ -188,32 +191,6 @@ impl Plan {
     }
 }
 
-/// Rank key of a node that can take the job now (bigger is better): lower Slurm weight,
-/// then fewer degraded GPUs in its best set, then the engine's [`RankKey`], then fewer warm
-/// GPUs in that set.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct NodeKey {
-    /// The administrator's order first: Slurm's node weight (lower is better).
-    pub weight: Reverse<u64>,
-    /// Degraded GPUs the node's best set needs (fewer is better).
-    pub degraded: Reverse<usize>,
-    /// The engine's node order for that set.
-    pub engine: RankKey,
-    /// Warm GPUs in the set the job would get there after `PreferCool`'s swap (fewer is
-    /// better): last, so it only orders nodes that are equally good otherwise, and heat
-    /// spreads across nodes as it does across a node's GPUs ([`super::cool`]).
-    pub warm: Reverse<usize>,
-}
-
-impl NodeKey {
-    /// True when `other` has the same health and interconnect class (fit may differ).
-    fn same_class(&self, other: &NodeKey) -> bool {
-        self.weight == other.weight
-            && self.degraded == other.degraded
-            && self.engine.class == other.engine.class
-    }
-}
-
 /// The rank key of one candidate for a job of `gpus_per_node` GPUs (see [`NodeKey`]), `None`
 /// when it cannot take the job now. It depends only on the candidate's topology, free GPUs,
 /// health and weight, so a caller may keep it per node until one of those changes
@@ -225,7 +202,7 @@ pub fn node_key(engine: &Prepared<'_>, c: &Candidate<'_>, gpus_per_node: usize) 
         .difference(c.health.faulty);
     let (free, req) = healthiest_request(pool, c.health.degraded, gpus_per_node, GpuSet::EMPTY)?;
     let choice = engine.choose_detailed(c.topo, free, &req)?;
-    let warm_in = |s: GpuSet| s.intersection(c.warm).len();
+    let warm_in = |s: GpuSet| s.intersection(c.warm).bits().count_ones();
     let warm = match warm_in(choice.gpus) {
         0 => 0,
         n => cool_alternative(
@@ -239,12 +216,16 @@ pub fn node_key(engine: &Prepared<'_>, c: &Candidate<'_>, gpus_per_node: usize) 
         )
         .map_or(n, warm_in),
     };
-    Some(NodeKey {
-        weight: Reverse(c.weight),
-        degraded: Reverse(choice.gpus.intersection(c.health.degraded).len()),
-        engine: RankKey::new(&choice.objective, pool.len() - gpus_per_node),
-        warm: Reverse(warm),
-    })
+    Some(NodeKey::new(
+        c.weight,
+        choice
+            .gpus
+            .intersection(c.health.degraded)
+            .bits()
+            .count_ones(),
+        RankKey::new(&choice.objective, pool.len() - gpus_per_node),
+        warm,
+    ))
 }
 
 /// The node ranking for a job of `gpus_per_node` GPUs on each node: best first (ties by node
@@ -292,27 +273,50 @@ pub fn plan_with(
         return Plan { tiers: vec![all] };
     }
     // The tiers depend on the ranking only through the best key, unless a tier is too
-    // small for a multi-node job: the keys are sorted (as `rank_with` does) only then.
-    let mut keyed: Vec<(usize, NodeKey)> = Vec::with_capacity(cands.len());
-    keyed.extend(
-        cands
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| Some((c.node, key(i, c)?))),
+    // small for a multi-node job: the keys are kept, and sorted (as `rank_with` does), only
+    // then. Tier 1 is the best key exactly, tier 2 the same weight, health and class at any
+    // fit (a superset of tier 1): one pass builds both while it finds the best key. Every
+    // key seen is at most `top`, so when a better key of another class arrives no earlier
+    // node can share its class (that class lies above `top`'s).
+    let multi_node = need.min_nodes > 1;
+    let mut keyed: Vec<(usize, NodeKey)> = Vec::new();
+    if multi_node {
+        keyed.reserve(cands.len());
+    }
+    let (mut exact, mut class) = (
+        Vec::with_capacity(cands.len()),
+        Vec::with_capacity(cands.len()),
     );
-    let Some(top) = keyed.iter().map(|(_, k)| k).max().copied() else {
-        return Plan { tiers: vec![all] };
-    };
-    // Tier 1: the best key exactly; tier 2: same health and class, any fit (a superset of
-    // tier 1, so one pass builds both).
-    let (mut exact, mut class) = (Vec::new(), Vec::new());
-    for (n, k) in &keyed {
-        if k.same_class(&top) {
-            class.push(*n);
-            if *k == top {
-                exact.push(*n);
-            }
+    let mut top: Option<NodeKey> = None;
+    for (i, c) in cands.iter().enumerate() {
+        let Some(k) = key(i, c) else {
+            continue;
+        };
+        if multi_node {
+            keyed.push((c.node, k));
         }
+        let best = top.get_or_insert(k);
+        match k.cmp(best) {
+            Ordering::Greater => {
+                if !k.same_class(best) {
+                    class.clear();
+                }
+                exact.clear();
+                *best = k;
+            }
+            Ordering::Less => {
+                if k.same_class(best) {
+                    class.push(c.node);
+                }
+                continue;
+            }
+            Ordering::Equal => {}
+        }
+        exact.push(c.node);
+        class.push(c.node);
+    }
+    if top.is_none() {
+        return Plan { tiers: vec![all] };
     }
     let mut sorted = false;
     let mut tiers: Vec<Vec<usize>> = Vec::new();
