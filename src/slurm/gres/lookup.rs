@@ -1,10 +1,30 @@
 //! Finding a node's GRES state by name ([`node_gres`]): it runs for every candidate node on
 //! every `select_p_job_test`, so it is one `list_find_first_ro` with a C-ABI predicate (one
-//! read lock for the walk), not a list iterator (allocated, locked and freed per node).
+//! read lock for the walk), not a list iterator (allocated, locked and freed per node), and
+//! the predicate compares one integer, the GRES plugin id, as Slurm's own lookups do.
 
 use super::NodeGres;
 use crate::ffi;
 use crate::slurm::list::ListRef;
+
+/// The plugin id Slurm gives the GRES named `name` (src/interfaces/gres.c `gres_build_id`,
+/// 22.05 src/common/gres.c: each byte, as a C `char`, shifted left by 0, 8, 16, 24, 0, ...
+/// bits and summed with wrap-around). Every `gres_state_t` of a node's `gres_list` carries
+/// the id of its name (`gres_create_state`, `gres_node_feature`), Slurm finds node GRES
+/// states by it (`gres_find_id`), and it refuses two GRES plugins with one id
+/// (`gres_init`: "Duplicate plugin_id"), so the id names the state as the name does.
+pub const fn plugin_id(name: &str) -> u32 {
+    let b = name.as_bytes();
+    let (mut id, mut i, mut shift) = (0u32, 0, 0);
+    while i < b.len() && b[i] != 0 {
+        // `name[i] << j` in C: the char (signed on x86-64) promoted to int, then shifted.
+        let c = b[i] as i8 as i32 as u32;
+        id = id.wrapping_add(c.wrapping_shl(shift));
+        shift = (shift + 8) % 32;
+        i += 1;
+    }
+    id
+}
 
 /// The node GRES state named `name` in a node's `gres_list`.
 ///
@@ -14,54 +34,26 @@ use crate::slurm::list::ListRef;
 pub unsafe fn node_gres<'a>(list: *mut ffi::xlist, name: &str) -> Option<NodeGres<'a>> {
     // SAFETY: node gres_list elements are gres_state_t of state type NODE, alive for 'a.
     let list = unsafe { ListRef::<ffi::gres_state_t>::from_raw(list) }?;
+    let id = plugin_id(name);
     // Runs per candidate node on every call: one `list_find_first_ro`, no iterator.
-    // SAFETY: `named_with_data` reads a gres_state_t element and a `&[u8]` key, no panic.
-    let state = unsafe { list.find_first(named_with_data, &name.as_bytes()) }?;
+    // SAFETY: `with_id_and_data` reads a gres_state_t element and a `u32` key, no panic.
+    let state = unsafe { list.find_first(with_id_and_data, &id) }?;
     // SAFETY: gres_data of a node gres_state_t is a gres_node_state_t, alive for 'a.
     let ns = unsafe { &*state.gres_data.cast::<ffi::gres_node_state_t>() };
     Some(NodeGres { ns })
 }
 
 /// [`node_gres`]'s predicate, called by Slurm's `list_find_first_ro`: the `gres_state_t`
-/// `x` is named `*key` (a `&[u8]`) and has data. Compares bytes only, so it cannot panic.
-unsafe extern "C" fn named_with_data(x: *mut std::ffi::c_void, key: *mut std::ffi::c_void) -> i32 {
+/// `x` has the plugin id `*key` (a `u32`) and has data. Compares integers only, so it
+/// cannot panic.
+unsafe extern "C" fn with_id_and_data(x: *mut std::ffi::c_void, key: *mut std::ffi::c_void) -> i32 {
     // SAFETY: Slurm passes an element of a node gres_list: null or a live gres_state_t.
     let Some(state) = (unsafe { x.cast::<ffi::gres_state_t>().as_ref() }) else {
         return 0;
     };
-    if state.gres_name.is_null() || state.gres_data.is_null() {
-        return 0;
-    }
-    // SAFETY: node_gres passes a `&&[u8]` as the key, alive for the call.
-    let want: &[u8] = unsafe { *key.cast::<&[u8]>() };
-    // SAFETY: gres_name is a NUL-terminated string owned by the gres state (non-null,
-    // checked).
-    i32::from(unsafe { c_str_is(state.gres_name, want) })
-}
-
-/// The NUL-terminated `name` is exactly `want`, compared byte by byte without measuring
-/// `name` first (no `strlen`, no `memcmp`: it runs for every candidate node on every call).
-/// The walk stops at the first difference or at a NUL in `want` (which no C string holds),
-/// so it never reads past `name`'s terminator.
-///
-/// # Safety
-/// `name` is a live NUL-terminated string.
-unsafe fn c_str_is(name: *const std::ffi::c_char, want: &[u8]) -> bool {
-    for (i, &w) in want.iter().enumerate() {
-        if w == 0 {
-            return false;
-        }
-        // SAFETY: bytes 0..i of `name` matched non-NUL bytes of `want`, so its terminator
-        // is at `i` or later: byte `i` is within the string.
-        let b = unsafe { name.wrapping_add(i).cast::<u8>().read() };
-        if b != w {
-            return false;
-        }
-    }
-    // SAFETY: the first `want.len()` bytes of `name` were non-NUL, so byte `want.len()` is
-    // within the string (its terminator at the latest).
-    let end = unsafe { name.wrapping_add(want.len()).cast::<u8>().read() };
-    end == 0
+    // SAFETY: node_gres passes a `&u32` as the key, alive for the call.
+    let want = unsafe { *key.cast::<u32>() };
+    i32::from(state.plugin_id == want && !state.gres_data.is_null())
 }
 
 #[cfg(test)]
@@ -69,8 +61,8 @@ mod tests {
     use super::*;
     use crate::slurm::gres::GPU;
 
-    /// `node_gres` finds the state by name through `list_find_first_ro` and the C-ABI
-    /// predicate, skipping states of other names and states without data.
+    /// `node_gres` finds the state by name (its plugin id) through `list_find_first_ro` and
+    /// the C-ABI predicate, skipping states of other names and states without data.
     #[test]
     fn node_gres_finds_the_named_state_with_data() {
         // SAFETY: plain C structs of integers and pointers: all-zero is a valid value.
@@ -92,6 +84,7 @@ mod tests {
                 // SAFETY: as above.
                 let mut s: ffi::gres_state_t = unsafe { std::mem::zeroed() };
                 s.gres_name = name.as_ptr().cast_mut();
+                s.plugin_id = plugin_id(name.to_str().expect("ASCII"));
                 s.gres_data = d.cast();
                 s
             })
@@ -112,20 +105,46 @@ mod tests {
         assert!(unsafe { node_gres(list, "mps") }.is_none());
         // SAFETY: null is no list.
         assert!(unsafe { node_gres(std::ptr::null_mut(), GPU) }.is_none());
-        for (name, want, same) in [
-            (c"gpu", "gpu", true),
-            (c"gp", "gpu", false),
-            (c"gpus", "gpu", false),
-            (c"", "gpu", false),
-            (c"", "", true),
-            (c"mps", "gpu", false),
-            (c"gp", "gp\0u", false),
-        ] {
-            // SAFETY: a NUL-terminated literal.
-            let got = unsafe { c_str_is(name.as_ptr(), want.as_bytes()) };
-            assert_eq!(got, same, "{name:?} {want}");
-        }
         // SAFETY: no view is used after this; the list has no element destructor.
         unsafe { ffi::slurm_list_destroy(list) };
+    }
+
+    /// The ids Slurm's `gres_build_id` gives: fixed values (computed with its C expression),
+    /// and, where libslurmfull exports the function (every release so far), its own answer.
+    #[test]
+    fn plugin_ids_are_slurms() {
+        let names = [
+            "gpu",
+            "shard",
+            "mps",
+            "nic",
+            "\u{e9}",
+            "a_much_longer_gres_name",
+            "",
+        ];
+        let fixed = [
+            0x0075_7067,
+            0x7261_68d7,
+            0x0073_706d,
+            0x0063_696e,
+            0xffff_a8c3,
+        ];
+        for (name, id) in names.iter().zip(fixed) {
+            assert_eq!(plugin_id(name), id, "{name:?}");
+        }
+        crate::ctld_symbol!(GRES_BUILD_ID = "gres_build_id");
+        let Some(f) = GRES_BUILD_ID.address() else {
+            eprintln!("gres_build_id not exported by this libslurmfull: fixed values only");
+            return;
+        };
+        // SAFETY: libslurmfull's `uint32_t gres_build_id(char *name)` (src/interfaces/gres.h).
+        let build_id: unsafe extern "C" fn(*mut std::ffi::c_char) -> u32 =
+            unsafe { std::mem::transmute(f.as_ptr()) };
+        for name in names {
+            let c = std::ffi::CString::new(name).expect("no NUL");
+            // SAFETY: a NUL-terminated string that the function only reads.
+            let slurm = unsafe { build_id(c.as_ptr().cast_mut()) };
+            assert_eq!(plugin_id(name), slurm, "{name:?}");
+        }
     }
 }
