@@ -13,6 +13,8 @@
 //! and reuses that key; only a node whose state moved probes the memo.
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use super::fast_hash::FastHash;
 use super::narrow::{Candidate, NodeKey};
@@ -28,7 +30,16 @@ pub struct KeyMemos {
     /// By node index and GPUs per node ([`Self::SLOTS`] per node): the tables, state and
     /// key of the node's last lookup for jobs of that size. Holding the tables keeps their
     /// address from being reused by others while the entry lives.
-    last: Vec<Option<(TopoHandle, Input, Option<NodeKey>)>>,
+    last: Vec<Last>,
+}
+
+/// A node's last lookup for one job size ([`KeyMemos::node_key`]); `tables` is `None` in a
+/// slot never used.
+#[derive(Clone, Debug, Default)]
+struct Last {
+    tables: Option<TopoHandle>,
+    input: Input,
+    key: Option<NodeKey>,
 }
 
 impl KeyMemos {
@@ -54,20 +65,34 @@ impl KeyMemos {
         gpus_per_node: usize,
         compute: impl FnOnce() -> Option<NodeKey>,
     ) -> Option<NodeKey> {
+        self.node_key_ref(node, tables, c, gpus_per_node, compute)
+            .copied()
+    }
+
+    /// [`Self::node_key`], borrowed from the memo (no copy of the key for a caller that
+    /// only compares it: [`super::narrow::plan_memo`]).
+    pub fn node_key_ref(
+        &mut self,
+        node: usize,
+        tables: &TopoHandle,
+        c: &Candidate<'_>,
+        gpus_per_node: usize,
+        compute: impl FnOnce() -> Option<NodeKey>,
+    ) -> Option<&NodeKey> {
         let input = input(c, gpus_per_node);
         let slot = node * Self::SLOTS + gpus_per_node.clamp(1, Self::SLOTS) - 1;
-        if let Some(Some((t, i, k))) = self.last.get(slot)
-            && *i == input
-            && std::sync::Arc::ptr_eq(t, tables)
-        {
-            return *k;
+        let same = self.last.get(slot).is_some_and(|e| {
+            e.input == input && e.tables.as_ref().map(Arc::as_ptr) == Some(Arc::as_ptr(tables))
+        });
+        if same {
+            return weighed(&mut self.last[slot].key, c.weight);
         }
         self.node_key_moved(node, slot, tables, c, input, gpus_per_node, compute)
     }
 
-    /// [`Self::node_key`] for a node whose state moved since its last lookup (or that has
-    /// none): from the memo of its tables, which becomes its last key. Kept out of line, so
-    /// the lookup of an unchanged node (most of them) stays a few instructions.
+    /// [`Self::node_key_ref`] for a node whose state moved since its last lookup (or that
+    /// has none): from the memo of its tables, which becomes its last key. Kept out of line,
+    /// so the lookup of an unchanged node (most of them) stays a few instructions.
     #[cold]
     #[inline(never)]
     #[allow(clippy::too_many_arguments)]
@@ -80,15 +105,21 @@ impl KeyMemos {
         input: Input,
         gpus_per_node: usize,
         compute: impl FnOnce() -> Option<NodeKey>,
-    ) -> Option<NodeKey> {
-        let k = self.for_tables(tables).key(c, gpus_per_node, compute);
-        if node < Self::NODES {
-            if self.last.len() <= slot {
-                self.last.resize((node + 1) * Self::SLOTS, None);
-            }
-            self.last[slot] = Some((std::sync::Arc::clone(tables), input, k));
+    ) -> Option<&NodeKey> {
+        if node >= Self::NODES {
+            return self.for_tables(tables).key_ref(c, gpus_per_node, compute);
         }
-        k
+        let key = self.for_tables(tables).key(c, gpus_per_node, compute);
+        if self.last.len() <= slot {
+            self.last.resize((node + 1) * Self::SLOTS, Last::default());
+        }
+        let e = &mut self.last[slot];
+        *e = Last {
+            tables: Some(Arc::clone(tables)),
+            input,
+            key,
+        };
+        weighed(&mut e.key, c.weight)
     }
 
     /// The memo of the nodes whose tables are `tables`.
@@ -96,7 +127,7 @@ impl KeyMemos {
         let found = self
             .by_tables
             .iter()
-            .rposition(|(t, _)| std::sync::Arc::ptr_eq(t, tables));
+            .rposition(|(t, _)| Arc::ptr_eq(t, tables));
         let i = match found {
             Some(i) => i,
             None => {
@@ -104,7 +135,7 @@ impl KeyMemos {
                     self.by_tables.clear();
                 }
                 self.by_tables
-                    .push((std::sync::Arc::clone(tables), KeyMemo::default()));
+                    .push((Arc::clone(tables), KeyMemo::default()));
                 self.by_tables.len() - 1
             }
         };
@@ -122,21 +153,41 @@ impl KeyMemos {
     }
 }
 
-/// What a key depends on besides the topology: free, faulty, degraded and warm GPU masks,
-/// GPUs per node, weight.
-type Input = (u32, u32, u32, u32, usize, u64);
+/// What a key depends on besides the topology and the node's weight, as words compared at
+/// once: free, faulty, degraded and warm GPU masks, GPUs per node. The weight enters the key
+/// only as its leading field ([`NodeKey::set_weight`]; the engine's choice does not see it),
+/// so a remembered key is given the candidate's weight on the way out ([`weighed`]): Slurm
+/// rewrites the low byte of a node's `sched_weight` for each job cons_tres tests, which
+/// would otherwise make an unchanged node a new state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Input([u64; 3]);
+
+impl Hash for Input {
+    /// One word at a time (a `[u64]`'s own `Hash` feeds the hasher bytes).
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        for w in self.0 {
+            state.write_u64(w);
+        }
+    }
+}
 
 /// The [`Input`] of candidate `c` for `gpus_per_node` GPUs (one definition for the memo and
 /// the last-lookup entries, so both see every input).
 fn input(c: &Candidate<'_>, gpus_per_node: usize) -> Input {
-    (
-        c.free.bits(),
-        c.health.faulty.bits(),
-        c.health.degraded.bits(),
-        c.warm.bits(),
-        gpus_per_node,
-        c.weight,
-    )
+    let pair =
+        |a: crate::GpuSet, b: crate::GpuSet| (u64::from(a.bits()) << 32) | u64::from(b.bits());
+    Input([
+        pair(c.free, c.health.faulty),
+        pair(c.health.degraded, c.warm),
+        gpus_per_node as u64,
+    ])
+}
+
+/// A remembered key, given the weight `weight` of the candidate it is for.
+fn weighed(key: &mut Option<NodeKey>, weight: u64) -> Option<&NodeKey> {
+    let k = key.as_mut()?;
+    k.set_weight(weight);
+    Some(k)
 }
 
 /// Rank keys of the nodes of one topology by candidate state. See the module docs.
@@ -157,16 +208,21 @@ impl KeyMemo {
         gpus_per_node: usize,
         compute: impl FnOnce() -> Option<NodeKey>,
     ) -> Option<NodeKey> {
+        self.key_ref(c, gpus_per_node, compute).copied()
+    }
+
+    /// [`Self::key`], borrowed from the memo.
+    pub fn key_ref(
+        &mut self,
+        c: &Candidate<'_>,
+        gpus_per_node: usize,
+        compute: impl FnOnce() -> Option<NodeKey>,
+    ) -> Option<&NodeKey> {
         let input = input(c, gpus_per_node);
-        if let Some(k) = self.keys.get(&input) {
-            return *k;
-        }
-        if self.keys.len() >= Self::CAPACITY {
+        if self.keys.len() >= Self::CAPACITY && !self.keys.contains_key(&input) {
             self.keys.clear();
         }
-        let k = compute();
-        self.keys.insert(input, k);
-        k
+        weighed(self.keys.entry(input).or_insert_with(compute), c.weight)
     }
 
     /// States remembered.
@@ -233,6 +289,62 @@ mod tests {
                 assert_eq!(got, want, "k={k}");
                 if round == 1 {
                     assert_eq!(computed, 0, "second round from memory, k={k}");
+                }
+            }
+        }
+    }
+
+    /// `plan_memo` (keys compared where the memo keeps them, nodes without tables computed)
+    /// gives `plan`'s tries, for one- and multi-node jobs, with required nodes, as nodes'
+    /// states move between calls; a state seen before is never computed again.
+    #[test]
+    fn plan_memo_gives_the_engines_plan() {
+        let t = dgx1v();
+        let engine = Gputopo::new();
+        let h = engine.handle(&t).expect("8 GPUs have tables");
+        let prepared = Prepared::new(&engine, [(&t, h.clone())]);
+        let mut memos = KeyMemos::default();
+        let mut seed = 7u32;
+        let mut next = || {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            seed >> 8
+        };
+        for call in 0..60 {
+            let n = 1 + (next() % 40) as usize;
+            // Weights move as Slurm rewrites their low byte per job tested.
+            let cands: Vec<_> = (0..n)
+                .map(|i| {
+                    let mut c = cand(&t, 3 * i + (call % 2), next() & 0xff);
+                    c.weight = (u64::from(next() % 3) << 8) | u64::from(next() & 3);
+                    c
+                })
+                .collect();
+            let need = Need {
+                gpus_per_node: 1 + (next() % 4) as usize,
+                min_nodes: 1 + (next() % 3) as usize,
+                required: match next() % 4 {
+                    0 => vec![cands[(next() as usize) % n].node],
+                    _ => vec![],
+                },
+                max_calls: 1 + (next() % 3) as usize,
+            };
+            let want = narrow::plan(&prepared, &cands, &need);
+            for round in 0..2 {
+                let mut computed = 0;
+                let got = narrow::plan_memo(
+                    &cands,
+                    &need,
+                    &mut memos,
+                    |i| (i % 7 != 3).then_some(&h),
+                    |_, c| {
+                        computed += 1;
+                        narrow::node_key(&prepared, c, need.gpus_per_node)
+                    },
+                );
+                assert_eq!(got, want, "call {call} round {round}");
+                if round == 1 && need.gpus_per_node > 0 && need.max_calls > 1 {
+                    let untabled = (0..n).filter(|i| i % 7 == 3).count();
+                    assert_eq!(computed, untabled, "second round from memory");
                 }
             }
         }
@@ -349,10 +461,29 @@ mod tests {
             degraded: GpuSet::EMPTY,
         };
         key(&mut memo, &Candidate { health: sick, ..c }, 2);
-        key(&mut memo, &Candidate { weight: 7, ..c }, 2);
         let warm = GpuSet::from_bits(1);
         key(&mut memo, &Candidate { warm, ..c }, 2);
+        assert_eq!(calls.get(), 5);
+        // The weight is no state: the remembered key comes back with the new weight.
+        let t4 = |memo: &mut KeyMemo, c: &Candidate<'_>| {
+            memo.key(c, 4, || {
+                calls.set(calls.get() + 1);
+                narrow::node_key(&Prepared::new(&Gputopo::new(), []), c, 4)
+            })
+        };
+        let light = t4(&mut memo, &c);
+        let heavy = Candidate {
+            weight: 7 << 16,
+            ..c
+        };
+        let got = t4(&mut memo, &heavy).expect("8 free GPUs take 4");
         assert_eq!(calls.get(), 6);
+        assert_eq!(got.weight(), 7 << 16);
+        assert_eq!(
+            Some(got),
+            narrow::node_key(&Prepared::new(&Gputopo::new(), []), &heavy, 4)
+        );
+        assert_eq!(t4(&mut memo, &c), light);
         for free in 0..(KeyMemo::CAPACITY as u32 + 10) {
             key(
                 &mut memo,

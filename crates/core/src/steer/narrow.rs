@@ -33,10 +33,13 @@ use super::{HealthMasks, Prepared};
 use crate::gpuset::GpuSet;
 use crate::placement::RankKey;
 use crate::topology::NodeTopology;
-use std::cmp::Ordering;
 
 mod key;
+mod plan;
 pub use key::NodeKey;
+#[cfg(test)]
+use plan::complete_tier;
+pub use plan::{plan_memo, plan_with};
 
 /// One candidate node.
 #[derive(Clone, Copy, Debug)]
@@ -256,108 +259,6 @@ pub fn rank_with(
 /// The tries for one job over `cands` (already health-filtered). See the module docs.
 pub fn plan(engine: &Prepared<'_>, cands: &[Candidate<'_>], need: &Need) -> Plan {
     plan_with(cands, need, |_, c| node_key(engine, c, need.gpus_per_node))
-}
-
-/// [`plan`] with each candidate's [`node_key`] from `key` (as in [`rank_with`]), so a caller
-/// that keeps the keys of unchanged nodes ([`super::key_memo`]) does no per-node engine work.
-pub fn plan_with(
-    cands: &[Candidate<'_>],
-    need: &Need,
-    mut key: impl FnMut(usize, &Candidate<'_>) -> Option<NodeKey>,
-) -> Plan {
-    let mut all: Vec<usize> = cands.iter().map(|c| c.node).collect();
-    if !all.is_sorted() {
-        all.sort_unstable();
-    }
-    if need.gpus_per_node == 0 || need.max_calls <= 1 {
-        return Plan { tiers: vec![all] };
-    }
-    // The tiers depend on the ranking only through the best key, unless a tier is too
-    // small for a multi-node job: the keys are kept, and sorted (as `rank_with` does), only
-    // then. Tier 1 is the best key exactly, tier 2 the same weight, health and class at any
-    // fit (a superset of tier 1): one pass builds both while it finds the best key. Every
-    // key seen is at most `top`, so when a better key of another class arrives no earlier
-    // node can share its class (that class lies above `top`'s).
-    let multi_node = need.min_nodes > 1;
-    let mut keyed: Vec<(usize, NodeKey)> = Vec::new();
-    if multi_node {
-        keyed.reserve(cands.len());
-    }
-    let (mut exact, mut class) = (
-        Vec::with_capacity(cands.len()),
-        Vec::with_capacity(cands.len()),
-    );
-    let mut top: Option<NodeKey> = None;
-    for (i, c) in cands.iter().enumerate() {
-        let Some(k) = key(i, c) else {
-            continue;
-        };
-        if multi_node {
-            keyed.push((c.node, k));
-        }
-        let best = top.get_or_insert(k);
-        match k.cmp(best) {
-            Ordering::Greater => {
-                if !k.same_class(best) {
-                    class.clear();
-                }
-                exact.clear();
-                *best = k;
-            }
-            Ordering::Less => {
-                if k.same_class(best) {
-                    class.push(c.node);
-                }
-                continue;
-            }
-            Ordering::Equal => {}
-        }
-        exact.push(c.node);
-        class.push(c.node);
-    }
-    if top.is_none() {
-        return Plan { tiers: vec![all] };
-    }
-    let mut sorted = false;
-    let mut tiers: Vec<Vec<usize>> = Vec::new();
-    for tier in [exact, class] {
-        // Too small for a multi-node job: extend down the ranking.
-        if tier.len() + need.required.len() < need.min_nodes.max(1) && !sorted {
-            keyed.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            sorted = true;
-        }
-        complete_tier(tier, &keyed, need, &all, &mut tiers);
-    }
-    tiers.truncate(need.max_calls - 1);
-    tiers.push(all);
-    Plan { tiers }
-}
-
-/// Completes one candidate tier and keeps it if it is worth a try: extended down `ranked`
-/// (best first) until a multi-node job's minimum fits, the required nodes added; kept only
-/// when it is big enough, smaller than `all` and not the tier before it again.
-pub(super) fn complete_tier(
-    mut tier: Vec<usize>,
-    ranked: &[(usize, NodeKey)],
-    need: &Need,
-    all: &[usize],
-    tiers: &mut Vec<Vec<usize>>,
-) {
-    for (n, _) in ranked {
-        if tier.len() + need.required.len() >= need.min_nodes.max(1) {
-            break;
-        }
-        if !tier.contains(n) {
-            tier.push(*n);
-        }
-    }
-    tier.extend(need.required.iter().copied().filter(|r| all.contains(r)));
-    tier.sort_unstable();
-    tier.dedup();
-    if tier.len() >= need.min_nodes.max(1) && tier.len() < all.len() && tiers.last() != Some(&tier)
-    {
-        tiers.push(tier);
-    }
 }
 
 /// In WILL_RUN, a narrowed try is accepted only when it lets the job start now: a later

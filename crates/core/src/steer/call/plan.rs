@@ -1,13 +1,14 @@
 //! The first decisions of a call, before cons_tres is asked anything: which candidates the
 //! health pre-filter withholds ([`super::super::narrow::health_drop`], and
 //! [`super::super::wide::counts`] on nodes beyond the topology model), and the tiers of nodes
-//! to offer ([`super::super::tries::tiers`] over [`super::super::narrow::plan_with`]).
+//! to offer ([`super::super::tries::tiers`] over [`super::super::narrow::plan_memo`]).
 //!
-//! Rank keys come from the memo of each node's engine tables ([`KeyMemos`]): the engine runs
-//! only for a node state (free GPUs, health, weight) not seen before on a node of that kind.
+//! Rank keys come from the memo of each node's engine tables ([`KeyMemos`], compared where
+//! it keeps them): the engine runs only for a node state (free GPUs, health) not seen before
+//! on a node of that kind.
 
 use super::super::key_memo::KeyMemos;
-use super::super::narrow::{self, Basis, Candidate, NodeKey};
+use super::super::narrow::{self, Basis, Candidate};
 use super::super::tries::{self, Mode};
 use super::super::wide;
 use super::events::Event;
@@ -156,7 +157,7 @@ pub fn start(
                 .filter(|(pos, _)| model(*pos).is_some_and(is_ranked))
                 .copied()
                 .unzip();
-            let plan = narrow::plan_with(
+            let plan = narrow::plan_memo(
                 &ranked,
                 &narrow::Need {
                     gpus_per_node: need.per_node,
@@ -164,33 +165,16 @@ pub fn start(
                     required: job.required.clone(),
                     max_calls: MAX_TRIES,
                 },
+                keys,
+                |i| model(positions[i]).and_then(|m| m.model.tables.as_ref()),
                 |i, c| {
                     let m = model(positions[i])?;
-                    rank_key(ctx, keys, m, c, need.per_node)
+                    let tables = m.model.tables.clone().map(|h| (&*m.model.topo, h));
+                    narrow::node_key(&Prepared::new(ctx.engine, tables), c, need.per_node)
                 },
             );
             plan.tiers
         },
     );
     Start { tiers, withheld }
-}
-
-/// A candidate's rank key: the node's last key while its state is unchanged, else from the
-/// memo of its engine tables; the engine runs only for a state not seen before on a node of
-/// that kind.
-fn rank_key(
-    ctx: &Ctx<'_>,
-    memos: &mut KeyMemos,
-    m: &Modelled,
-    c: &Candidate<'_>,
-    per_node: usize,
-) -> Option<NodeKey> {
-    let compute = || {
-        let tables = m.model.tables.clone().map(|h| (&*m.model.topo, h));
-        narrow::node_key(&Prepared::new(ctx.engine, tables), c, per_node)
-    };
-    match &m.model.tables {
-        Some(h) => memos.node_key(c.node, h, c, per_node, compute),
-        None => compute(),
-    }
 }

@@ -98,6 +98,13 @@ impl NodeKey {
         !word(self.tail, 2)
     }
 
+    /// The same key for a node of weight `weight`: the weight enters no other field (the
+    /// engine's choice does not see it), so a key remembered for a node state holds for that
+    /// state at any weight ([`super::super::key_memo`] keys on the state without it).
+    pub fn set_weight(&mut self, weight: u64) {
+        self.head = (u128::from(!weight) << 64) | (self.head & u128::from(u64::MAX));
+    }
+
     /// True when `other` has the same weight, health and interconnect class (fit may differ).
     pub fn same_class(&self, other: &NodeKey) -> bool {
         self.head == other.head
@@ -194,6 +201,9 @@ mod tests {
             prop_assert_eq!(pa.degraded() as usize, a.degraded.0);
             prop_assert_eq!(pa.engine(), a.engine);
             prop_assert_eq!(pa.warm() as usize, a.warm.0);
+            let mut moved = pa;
+            moved.set_weight(b.weight.0);
+            prop_assert_eq!(moved, Fields { weight: b.weight, ..a }.packed());
         }
 
         /// Keys that differ in one field only (the case that decides most comparisons).

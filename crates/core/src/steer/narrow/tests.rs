@@ -389,3 +389,28 @@ fn health_drop_matches_the_counting_rule_everywhere() {
         }
     }
 }
+
+/// A node's key depends on its weight only through the weight itself: the key of any
+/// weight is the key of another with the weight replaced (what the key memo relies on).
+#[test]
+fn the_weight_enters_only_the_leading_field() {
+    let t = dgx1v();
+    let engine = Gputopo::new();
+    let e = &Prepared::new(&engine, []);
+    let mut seed = 5;
+    for _ in 0..300 {
+        let mut c = cand(0, &t, &[]);
+        c.free = GpuSet::from_bits((lcg(&mut seed) & 0xff) as u32);
+        c.health.faulty = GpuSet::from_bits((lcg(&mut seed) & 0x11) as u32);
+        c.health.degraded = GpuSet::from_bits((lcg(&mut seed) & 0x22) as u32);
+        c.warm = GpuSet::from_bits((lcg(&mut seed) & 0x0c) as u32);
+        let k = 1 + (lcg(&mut seed) % 4) as usize;
+        let (w1, w2) = (lcg(&mut seed), lcg(&mut seed) << 20);
+        let key = |w| node_key(e, &Candidate { weight: w, ..c }, k);
+        let moved = key(w1).map(|mut x| {
+            x.set_weight(w2);
+            x
+        });
+        assert_eq!(moved, key(w2));
+    }
+}
