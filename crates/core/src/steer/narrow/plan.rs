@@ -5,8 +5,6 @@
 //! built in the same pass that finds the best key ([`Tiers::see`]), and the keys are kept
 //! (and sorted) only for a multi-node job, whose tiers may need extending down the ranking.
 
-use std::cmp::Ordering;
-
 use super::{Candidate, Need, NodeKey, Plan};
 use crate::placement::TopoHandle;
 use crate::steer::key_memo::KeyMemos;
@@ -33,28 +31,29 @@ impl Tiers {
         }
     }
 
-    /// Node `node` has key `k`.
-    #[inline]
+    /// Node `node` has key `k`. Most candidates share the best key (nodes of one kind in
+    /// one state), so equality is tested first: one comparison of four words.
+    #[inline(always)]
     fn see(&mut self, node: usize, k: &NodeKey) {
         if let Some(keyed) = &mut self.keyed {
             keyed.push((node, *k));
         }
-        let best = self.top.get_or_insert(*k);
-        match k.cmp(best) {
-            Ordering::Greater => {
+        match &mut self.top {
+            Some(best) if k == best => {}
+            Some(best) if k < best => {
+                if k.same_class(best) {
+                    self.class.push(node);
+                }
+                return;
+            }
+            Some(best) => {
                 if !k.same_class(best) {
                     self.class.clear();
                 }
                 self.exact.clear();
                 *best = *k;
             }
-            Ordering::Less => {
-                if k.same_class(best) {
-                    self.class.push(node);
-                }
-                return;
-            }
-            Ordering::Equal => {}
+            None => self.top = Some(*k),
         }
         self.exact.push(node);
         self.class.push(node);
