@@ -362,21 +362,25 @@ impl<'a> NodeGres<'a> {
 
     /// GPUs whose sharing GRES (`shard`/`mps`) is allocated: cons_tres does not give them
     /// to a whole-GPU request (cons_tres/gres_sock_list.c `_build_sock_gres_by_topo`).
+    /// Inlined: read for every candidate on every call, and most nodes have no sharing GRES
+    /// (a null pointer, no bitmap to read).
+    #[inline]
     pub fn shared_in_use(&self) -> GpuSet {
-        let alt = self.alt_state();
-        match alt {
-            Some(alt) => self.bits(alt.gres_bit_alloc),
-            None => GpuSet::EMPTY,
+        match self.alt_state() {
+            Some(alt) if !alt.gres_bit_alloc.is_null() => self.bits(alt.gres_bit_alloc),
+            _ => GpuSet::EMPTY,
         }
     }
 
     #[cfg(select_abi = "22.05")]
+    #[inline]
     fn alt_state(&self) -> Option<&'a ffi::gres_node_state_t> {
         // SAFETY: alt_gres_ns is null or the node's other (sharing) gres state, alive for 'a.
         unsafe { self.ns.alt_gres_ns.as_ref() }
     }
 
     #[cfg(not(select_abi = "22.05"))]
+    #[inline]
     fn alt_state(&self) -> Option<&'a ffi::gres_node_state_t> {
         // SAFETY: alt_gres is null or the node's sharing gres_state_t, alive for 'a.
         let state = unsafe { self.ns.alt_gres.as_ref() }?;

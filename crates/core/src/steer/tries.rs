@@ -122,6 +122,9 @@ impl Tries {
     pub fn offer(&mut self) -> Option<Vec<usize>> {
         let tier = self.tiers.get(self.tier)?;
         self.calls += 1;
+        if self.excluded.is_empty() {
+            return Some(tier.clone());
+        }
         Some(
             tier.iter()
                 .copied()
@@ -204,10 +207,18 @@ pub fn tiers(
     }
     if let Some(last) = tiers.last_mut() {
         last.extend(unranked.iter().chain(opaque).copied());
-        last.sort_unstable();
-        last.dedup();
+        sort_dedup(last);
     }
     tiers
+}
+
+/// Sorts and dedups `nodes`; nothing to do (one pass to see it) when they are strictly
+/// ascending already, as a plan's tiers are.
+pub(super) fn sort_dedup(nodes: &mut Vec<usize>) {
+    if !nodes.is_sorted_by(|a, b| a < b) {
+        nodes.sort_unstable();
+        nodes.dedup();
+    }
 }
 
 /// Runs the loop: `try_nodes` offers cons_tres exactly the given nodes and reports what

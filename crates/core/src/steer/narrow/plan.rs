@@ -170,8 +170,7 @@ pub(super) fn complete_tier(
         }
     }
     tier.extend(need.required.iter().copied().filter(|r| all.contains(r)));
-    tier.sort_unstable();
-    tier.dedup();
+    crate::steer::tries::sort_dedup(&mut tier);
     if tier.len() >= need.min_nodes.max(1) && tier.len() < all.len() && tiers.last() != Some(&tier)
     {
         tiers.push(tier);

@@ -285,3 +285,18 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn sort_dedup_leaves_strictly_ascending_lists_and_fixes_the_rest() {
+    for (given, want) in [
+        (vec![], vec![]),
+        (vec![1, 4, 9], vec![1, 4, 9]),
+        (vec![4, 1, 9, 1], vec![1, 4, 9]),
+        (vec![1, 4, 4, 9], vec![1, 4, 9]),
+        (vec![9, 4], vec![4, 9]),
+    ] {
+        let mut got = given.clone();
+        sort_dedup(&mut got);
+        assert_eq!(got, want, "{given:?}");
+    }
+}
