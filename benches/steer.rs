@@ -6,9 +6,10 @@
 //! contrib/bench-select.sh. `2gpu_job` asks the engine for every node's key on every call;
 //! `2gpu_job_memo` takes them from the topology's `KeyMemo` as slurmctld does (warm: the
 //! nodes' states were seen before); `2gpu_job_node_memo` first compares each node's state
-//! with its last lookup (`KeyMemos::node_key`), as slurmctld does now: the plugin's
-//! steady-state cost. `steer_call/2gpu_job` is the whole path as the plugin runs it now
-//! (`call::Call` over a snapshot, the judge of cons_tres's selection included).
+//! with its last lookup (`KeyMemos::node_key`); `2gpu_job_plan_memo` plans with the keys
+//! where the memo keeps them (`narrow::plan_memo`), as the plugin's planning does now.
+//! `steer_call/2gpu_job` is the whole path as the plugin runs it now (`call::Call` over a
+//! snapshot, the judge of cons_tres's selection included).
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use gputopo_core::config::SelectConfig;
 use gputopo_core::health::read_extra;
@@ -55,20 +56,26 @@ fn bench(c: &mut Criterion) {
             .collect();
         g.throughput(Throughput::Elements(n as u64));
         g.bench_with_input(BenchmarkId::new("2gpu_job", n), &cands, |b, cands| {
-            b.iter(|| black_box(one_call(cands, |_, c| narrow::node_key(&prepared, c, 2))));
+            b.iter(|| {
+                black_box(one_call(cands, |healthy, need| {
+                    narrow::plan_with(healthy, need, |_, c| narrow::node_key(&prepared, c, 2))
+                }))
+            });
         });
         let memos = std::cell::RefCell::new(KeyMemos::default());
         g.bench_with_input(BenchmarkId::new("2gpu_job_memo", n), &cands, |b, cands| {
             b.iter(|| {
                 let mut memos = memos.borrow_mut();
-                black_box(one_call(cands, |_, c| {
-                    memos
-                        .for_tables(&handle)
-                        .key(c, 2, || narrow::node_key(&prepared, c, 2))
+                black_box(one_call(cands, |healthy, need| {
+                    narrow::plan_with(healthy, need, |_, c| {
+                        memos
+                            .for_tables(&handle)
+                            .key(c, 2, || narrow::node_key(&prepared, c, 2))
+                    })
                 }))
             });
         });
-        // As the plugin reads keys now: the node's last key per job size first, then the memo.
+        // The node's last key per job size first, then the memo (the plugin before plan_memo).
         let memos = std::cell::RefCell::new(KeyMemos::default());
         g.bench_with_input(
             BenchmarkId::new("2gpu_job_node_memo", n),
@@ -76,8 +83,32 @@ fn bench(c: &mut Criterion) {
             |b, cands| {
                 b.iter(|| {
                     let mut memos = memos.borrow_mut();
-                    black_box(one_call(cands, |_, c| {
-                        memos.node_key(c.node, &handle, c, 2, || narrow::node_key(&prepared, c, 2))
+                    black_box(one_call(cands, |healthy, need| {
+                        narrow::plan_with(healthy, need, |_, c| {
+                            memos.node_key(c.node, &handle, c, 2, || {
+                                narrow::node_key(&prepared, c, 2)
+                            })
+                        })
+                    }))
+                });
+            },
+        );
+        // As the plugin plans now: the same keys compared where the memo keeps them.
+        let memos = std::cell::RefCell::new(KeyMemos::default());
+        g.bench_with_input(
+            BenchmarkId::new("2gpu_job_plan_memo", n),
+            &cands,
+            |b, cands| {
+                b.iter(|| {
+                    let mut memos = memos.borrow_mut();
+                    black_box(one_call(cands, |healthy, need| {
+                        narrow::plan_memo(
+                            healthy,
+                            need,
+                            &mut memos,
+                            |_| Some(&handle),
+                            |_, c| narrow::node_key(&prepared, c, 2),
+                        )
                     }))
                 });
             },
@@ -86,10 +117,10 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-/// One `select_p_job_test`'s pure work: pre-filter, tiers (node keys from `key`), tries.
+/// One `select_p_job_test`'s pure work: pre-filter, tiers (from `plan`), tries.
 fn one_call(
     cands: &[Candidate<'_>],
-    key: impl FnMut(usize, &Candidate<'_>) -> Option<narrow::NodeKey>,
+    plan: impl FnOnce(&[Candidate<'_>], &Need) -> narrow::Plan,
 ) -> (tries::Outcome, usize) {
     let dropped = narrow::health_filter(cands, 2, Basis::FreeNow, &[]).dropped;
     let healthy: Vec<Candidate<'_>> = cands
@@ -110,7 +141,7 @@ fn one_call(
         preemption: false,
     };
     let tiers = tries::tiers(steering, &ranked, &[], &[], &[], || {
-        narrow::plan_with(&healthy, &need, key).tiers
+        plan(&healthy, &need).tiers
     });
     let excluded = dropped.iter().map(|d| d.node).collect();
     let mut first = true;
