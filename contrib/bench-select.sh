@@ -25,7 +25,8 @@
 # forwarded calls into cons_tres's. gputopo's own cost is the difference: its code and what
 # it calls in libslurm and libc, cons_tres excluded. The table gives instructions per call
 # and the ratio of gputopo's own to cons_tres's (stock run and same run), the figure of
-# issue 14 item 6 (target: <= 2 % at 128 nodes).
+# issue 14 item 6 (target: <= 2 % at 128 nodes). contrib/callgrind-own.py on the gputopo run's
+# profile (results/gputopo.cg.PID) breaks gputopo's own cost down per candidate node read.
 # Run as root (it starts clusters with contrib/cluster.sh). GPUTOPO_PLUGIN_SO and GPUTOPO_BIN
 # are passed through to cluster.sh.
 set -euo pipefail
