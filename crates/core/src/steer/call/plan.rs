@@ -132,7 +132,8 @@ pub fn start(
         Gpus::Modelled(m) => Some(m),
         _ => None,
     };
-    let (mut ranked_ids, mut unranked_ids) = (Vec::new(), Vec::new());
+    // Sized for every candidate (usually all are ranked): no regrowth per call.
+    let (mut ranked_ids, mut unranked_ids) = (Vec::with_capacity(cands.len()), Vec::new());
     for (pos, c) in &cands {
         if model(*pos).is_some_and(is_ranked) {
             ranked_ids.push(c.node);
@@ -152,11 +153,14 @@ pub fn start(
         &opaque,
         &job.required,
         || {
-            let (positions, ranked): (Vec<usize>, Vec<Candidate<'_>>) = cands
-                .iter()
-                .filter(|(pos, _)| model(*pos).is_some_and(is_ranked))
-                .copied()
-                .unzip();
+            let mut positions = Vec::with_capacity(ranked_ids.len());
+            let mut ranked = Vec::with_capacity(ranked_ids.len());
+            for (pos, c) in &cands {
+                if model(*pos).is_some_and(is_ranked) {
+                    positions.push(*pos);
+                    ranked.push(*c);
+                }
+            }
             let plan = narrow::plan_memo(
                 &ranked,
                 &narrow::Need {
