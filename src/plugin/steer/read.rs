@@ -19,7 +19,7 @@ use gputopo_core::steer::wide::WideNode;
 
 use crate::plugin::steer::run::Call;
 use crate::plugin::steer::state::SteerState;
-use crate::slurm::bitmap::NodeIndex;
+use crate::slurm::bitmap::{BitmapMut, NodeIndex};
 use crate::slurm::gres::{CoreIndex, GPU, JobGres, NodeGres};
 use crate::slurm::job::JobView;
 use crate::slurm::node::{self, NodeView};
@@ -76,17 +76,17 @@ pub fn is_wide(gres: &NodeGres<'_>) -> bool {
     gres.count() > gputopo_core::gpuset::MAX_GPUS
 }
 
-/// Every candidate of `offered` (ascending node indices), read once.
+/// Every candidate of the call's bitmap `offered` (ascending node indices), read once.
 pub fn snapshot(
     st: &SteerState,
     cfg: &SelectConfig,
     job: &JobView<'_>,
     facts: JobFacts,
-    offered: impl Iterator<Item = NodeIndex>,
+    offered: &BitmapMut<'_, NodeIndex>,
 ) -> Snapshot {
-    let mut nodes = Vec::with_capacity(offered.size_hint().0);
+    let mut nodes = Vec::with_capacity(offered.count());
     let mut models = st.models();
-    for ni in offered {
+    for ni in offered.iter_set() {
         let gpus = node::view(job, ni)
             .and_then(|nv| {
                 let ng = nv.gpus()?;

@@ -102,7 +102,7 @@ fn steer(
     if !facts.steered(&cfg) {
         return timed(st, forward);
     }
-    let snap = read::snapshot(st, &cfg, job, facts, bitmap.iter_set());
+    let snap = read::snapshot(st, &cfg, job, facts, bitmap);
     drive(st, forward, job, bitmap, &cfg, call, &snap)
 }
 

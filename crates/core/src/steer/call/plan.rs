@@ -81,11 +81,13 @@ pub fn start(
     };
     let run_now = job.mode == Mode::RunNow;
     let (per_node, basis) = filter_rule(need, run_now, job.whole_node);
-    // Modelled candidates (with their position in the snapshot, for the rank keys) and the
-    // rest, which only the final try offers.
-    let mut cands: Vec<(usize, Candidate<'_>)> = Vec::with_capacity(snap.nodes.len());
-    let mut opaque = Vec::new();
-    let mut withheld = Vec::new();
+    // One pass: ranked candidates (with their models, for the rank keys), the healthy ones
+    // Slurm keeps no topology for, and the rest; only ranked ones are planned, the others
+    // join the final try. Sized for every candidate (usually all are ranked).
+    let mut ranked: Vec<Candidate<'_>> = Vec::with_capacity(snap.nodes.len());
+    let mut models: Vec<&Modelled> = Vec::with_capacity(snap.nodes.len());
+    let mut ranked_ids = Vec::with_capacity(snap.nodes.len());
+    let (mut unranked_ids, mut opaque, mut withheld) = (Vec::new(), Vec::new(), Vec::new());
     let mut skip = |node: usize, have: usize, faulty: WideSet| {
         withheld.push(node);
         events.push(Event::Skipped {
@@ -95,7 +97,7 @@ pub fn start(
             faulty,
         });
     };
-    for (pos, n) in snap.nodes.iter().enumerate() {
+    for n in &snap.nodes {
         match &n.gpus {
             Gpus::Modelled(m) => match candidate(n.node, m, need, ctx) {
                 Some(c) => {
@@ -103,9 +105,13 @@ pub fn start(
                         && let Some(d) = narrow::health_drop(&c, per_node, basis, &job.required)
                     {
                         skip(n.node, d.have, c.health.faulty.into());
-                        continue;
+                    } else if m.model.ranked {
+                        ranked.push(c);
+                        models.push(m);
+                        ranked_ids.push(n.node);
+                    } else {
+                        unranked_ids.push(n.node);
                     }
-                    cands.push((pos, c));
                 }
                 None => opaque.push(n.node),
             },
@@ -127,20 +133,6 @@ pub fn start(
         }
     }
     withheld.sort_unstable();
-    let is_ranked = |m: &Modelled| m.model.ranked;
-    let model = |pos: usize| match &snap.nodes[pos].gpus {
-        Gpus::Modelled(m) => Some(m),
-        _ => None,
-    };
-    // Sized for every candidate (usually all are ranked): no regrowth per call.
-    let (mut ranked_ids, mut unranked_ids) = (Vec::with_capacity(cands.len()), Vec::new());
-    for (pos, c) in &cands {
-        if model(*pos).is_some_and(is_ranked) {
-            ranked_ids.push(c.node);
-        } else {
-            unranked_ids.push(c.node);
-        }
-    }
     let steering = tries::Steering {
         node_ranking: ctx.cfg.node_ranking,
         whole_node: job.whole_node,
@@ -153,14 +145,6 @@ pub fn start(
         &opaque,
         &job.required,
         || {
-            let mut positions = Vec::with_capacity(ranked_ids.len());
-            let mut ranked = Vec::with_capacity(ranked_ids.len());
-            for (pos, c) in &cands {
-                if model(*pos).is_some_and(is_ranked) {
-                    positions.push(*pos);
-                    ranked.push(*c);
-                }
-            }
             let plan = narrow::plan_memo(
                 &ranked,
                 &narrow::Need {
@@ -170,10 +154,10 @@ pub fn start(
                     max_calls: MAX_TRIES,
                 },
                 keys,
-                |i| model(positions[i]).and_then(|m| m.model.tables.as_ref()),
+                |i| models[i].model.tables.as_ref(),
                 |i, c| {
-                    let m = model(positions[i])?;
-                    let tables = m.model.tables.clone().map(|h| (&*m.model.topo, h));
+                    let m = &models[i].model;
+                    let tables = m.tables.clone().map(|h| (&*m.topo, h));
                     narrow::node_key(&Prepared::new(ctx.engine, tables), c, need.per_node)
                 },
             );
