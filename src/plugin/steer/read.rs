@@ -71,6 +71,14 @@ pub fn job_facts(job: &mut JobView<'_>, call: &Call<'_>, mode: Mode) -> JobFacts
     }
 }
 
+/// The low byte of `sched_weight`, which cons_tres rewrites for each job it tests ("Favor
+/// nodes with more co-located GPUs": `0xff - near_gpu_cnt`, cons_tres/job_test.c, 24.11.5;
+/// node_scheduler.c's layout keeps it for cons_tres). When gputopo reads the weight it holds
+/// zero or what cons_tres left from another job, so node ranking leaves it out: it ranks by
+/// `Weight=` and Slurm's state bits (completing, rebooting, powered down), and cons_tres
+/// still applies its own co-location preference inside the nodes offered.
+const COLOCATION_BITS: u64 = 0xff;
+
 /// True when the node's GPUs are beyond the topology model.
 pub fn is_wide(gres: &NodeGres<'_>) -> bool {
     gres.count() > gputopo_core::gpuset::MAX_GPUS
@@ -99,7 +107,7 @@ pub fn snapshot(
                     allocated: ng.allocated(),
                     shared_in_use: ng.shared_in_use(),
                     count: ng.count(),
-                    weight: nv.sched_weight(),
+                    weight: nv.sched_weight() & !COLOCATION_BITS,
                 }))
             })
             .unwrap_or(Gpus::Opaque);
