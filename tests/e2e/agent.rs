@@ -15,11 +15,11 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-/// The built `gputopo` command: `GPUTOPO_BIN`, else target/{release,debug}/gputopo next to this
-/// test binary (the same rule as the harness, which keeps its helper private).
+/// A built file: `$env` (made absolute: slurmd runs what names it from its own directory),
+/// else the first of `names` under this test binary's target/{release,debug}[/deps].
 fn target_file(env: &str, names: &[&str]) -> Option<PathBuf> {
     if let Ok(p) = std::env::var(env) {
-        return Some(PathBuf::from(p));
+        return Some(super::harness::absolute(p));
     }
     let exe = std::env::current_exe().ok()?;
     let target = exe.parent()?.parent()?.parent()?.to_path_buf();
@@ -69,8 +69,7 @@ impl Rig {
                 .join(format!("{fixture}.fx"));
             std::fs::copy(&src, dir.join("fx").join(format!("{node}.fx"))).expect("copy fixture");
         }
-        let bin = target_file("GPUTOPO_BIN", &["gputopo"])
-            .expect("the gputopo command (set GPUTOPO_BIN)");
+        let bin = super::harness::gputopo_bin();
         let script = format!(
             "#!/bin/sh\nGPUTOPO_FAKE_NVML_DIR={fx}\nGPUTOPO_BIN={bin}\nexport GPUTOPO_FAKE_NVML_DIR GPUTOPO_BIN\n\
              echo \"$SLURMD_NODENAME\" >> {log}\nexec {hc}\n",

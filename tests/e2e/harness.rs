@@ -99,10 +99,17 @@ pub fn target_dir() -> Option<PathBuf> {
     Some(exe.parent()?.parent()?.parent()?.to_path_buf())
 }
 
-/// The `gputopo` command: `GPUTOPO_BIN`, else target/{release,debug}/gputopo.
+/// `path` made absolute against this process's directory: paths from the environment end up
+/// in scripts that slurmd runs from its own directory.
+pub fn absolute(path: impl Into<PathBuf>) -> PathBuf {
+    let path = path.into();
+    std::path::absolute(&path).unwrap_or(path)
+}
+
+/// The `gputopo` command: `GPUTOPO_BIN` (made absolute), else target/{release,debug}/gputopo.
 pub fn gputopo_bin() -> PathBuf {
     if let Ok(b) = std::env::var("GPUTOPO_BIN") {
-        return b.into();
+        return absolute(b);
     }
     let t = target_dir().expect("cannot locate the target directory");
     ["release", "debug"]
