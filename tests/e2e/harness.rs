@@ -355,30 +355,41 @@ impl Cluster {
 
     /// Polls until `cond` holds (every 100 ms); panics after `timeout` with `what` and the
     /// queue as last seen.
-    pub fn wait_until(&self, what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
-        let start = Instant::now();
-        loop {
-            if cond() {
-                return;
-            }
-            if start.elapsed() > timeout {
-                let q = self.run("squeue", &["-o", "%.8i %.9T %.20R %b"]);
-                panic!(
-                    "timed out after {timeout:?} waiting for {what}\nsqueue:\n{}",
-                    String::from_utf8_lossy(&q.stdout)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(100));
+    pub fn wait_until(&self, what: &str, timeout: Duration, cond: impl FnMut() -> bool) {
+        if !poll(timeout, cond) {
+            panic!("{}", self.timed_out(what, timeout));
         }
     }
 
-    /// Waits until the job is in `state` (e.g. "RUNNING", "COMPLETED", "PENDING").
+    /// Waits until the job is in `state` (e.g. "RUNNING", "COMPLETED", "PENDING"); on a
+    /// timeout the message holds the job's record and its slurmctld log lines too, so a
+    /// job that ended (and left squeue) says how.
     pub fn wait_state(&self, job: u32, state: &str, timeout: Duration) {
-        let mut last = None;
-        self.wait_until(&format!("job {job} to be {state}"), timeout, || {
-            last = self.job_state(job);
-            last.as_deref() == Some(state)
-        });
+        if poll(timeout, || self.job_state(job).as_deref() == Some(state)) {
+            return;
+        }
+        let tag = format!("JobId={job} ");
+        let log: Vec<String> = self
+            .slurmctld_log()
+            .lines()
+            .filter(|l| l.contains(&tag) || l.ends_with(&tag[..tag.len() - 1]))
+            .map(str::to_string)
+            .collect();
+        panic!(
+            "{}job {job}:\n{}\nits slurmctld log lines (last 40):\n{}",
+            self.timed_out(&format!("job {job} to be {state}"), timeout),
+            self.job_record(job),
+            log[log.len().saturating_sub(40)..].join("\n")
+        );
+    }
+
+    /// The message of a timed-out wait: what was awaited, and the queue as it is now.
+    fn timed_out(&self, what: &str, timeout: Duration) -> String {
+        let q = self.run("squeue", &["-o", "%.8i %.9T %.20R %b"]);
+        format!(
+            "timed out after {timeout:?} waiting for {what}\nsqueue:\n{}",
+            String::from_utf8_lossy(&q.stdout)
+        )
     }
 
     /// The GPUs allocated to a job, per node, from `scontrol show job -d`
@@ -471,3 +482,17 @@ impl Drop for Cluster {
 }
 
 pub use parse::{field, parse_idx, parse_index_list};
+
+/// Calls `cond` every 100 ms until it holds (true) or `timeout` has passed (false).
+fn poll(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    loop {
+        if cond() {
+            return true;
+        }
+        if start.elapsed() > timeout {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
