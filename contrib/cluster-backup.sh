@@ -66,8 +66,8 @@ backup_start() {
 # Stops the backup slurmctld (SIGTERM, bounded wait, SIGKILL).
 backup_stop() {
   local pid i
-  pid=$(pidfile_pid "$dir/slurmctld-backup.pid")
-  alive "$pid" || return 0
+  pid=$(daemon_pid "$dir/slurmctld-backup.pid" "$dir/")
+  [ -n "$pid" ] || return 0
   kill -TERM "$pid"
   for i in $(seq 300); do alive "$pid" || return 0; sleep 0.1; done
   kill -KILL "$pid" 2>/dev/null || true

@@ -85,9 +85,7 @@ release_paths() { # sets BIN SBIN PLUGINS for $release
 }
 
 # --- processes -----------------------------------------------------------------------------
-# Running and not a zombie (PID 1 here may not reap orphans, so kill -0 is not enough).
-alive() { [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ] && ! awk '{ exit !($3 == "Z") }' "/proc/$1/stat" 2>/dev/null; }
-pidfile_pid() { [ -s "$1" ] && tr -dc 0-9 < "$1" || true; }
+. "$here/pidfile.sh"
 # True when `scontrol ping` reports controller ROLE (primary, backup) UP. scontrol's exit
 # status says whether every controller answers, so only its output is read.
 ctld_up() {
@@ -148,7 +146,7 @@ cmd_down() {
   . "$dir/cluster.env"
   export SLURM_CONF PATH="$GPUTOPO_SLURM_BIN:$GPUTOPO_SLURM_SBIN:$PATH"
   local ctld i ids
-  ctld=$(pidfile_pid "$dir/slurmctld.pid")
+  ctld=$(daemon_pid "$dir/slurmctld.pid" "$dir/")
   if alive "$ctld"; then
     ids=$(timeout 10 squeue -h -o %A 2>/dev/null | sort -u | tr '\n' ' ' || true)
     if [ -n "${ids// }" ]; then
@@ -203,8 +201,8 @@ cmd_restart() {
     n[0-9]*) pidf=$dir/slurmd-$what.pid ;;
     *) die "restart needs slurmctld, backup or a node name (n1..n$GPUTOPO_CLUSTER_NODES)" ;;
   esac
-  pid=$(pidfile_pid "$pidf")
-  if alive "$pid"; then
+  pid=$(daemon_pid "$pidf" "$dir/")
+  if [ -n "$pid" ]; then
     kill -TERM "$pid"
     for i in $(seq 300); do alive "$pid" || break; sleep 0.1; done
     if alive "$pid"; then log "$what did not stop within 30 s; SIGKILL"; kill -KILL "$pid" 2>/dev/null || true; sleep 0.2; fi

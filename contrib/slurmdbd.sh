@@ -24,6 +24,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$dir" ] || die "--dir is required"
+. "$(dirname "$0")/pidfile.sh"
 d=$dir.dbd  # a sibling: cluster.sh up kills whatever holds files under DIR/
 # The same port block cluster.sh derives from DIR (below the ephemeral range, where an outgoing
 # connection could hold a listening port): slurmctld BASE, nodes BASE+1.., BASE+150.. free.
@@ -31,15 +32,15 @@ base=$("$(dirname "$0")/cluster.sh" port --dir "$dir")
 dbd_port=$((base + 150)) my_port=$((base + 151))
 
 stop() {
-  local f p
+  local f p pids=()
+  # Only a live process of this directory: a pid file left by a killed daemon names another
+  # process by now (contrib/pidfile.sh).
   for f in "$d/slurmdbd.pid" "$d/mariadb.pid"; do
-    p=$(cat "$f" 2>/dev/null || true)
-    [ -n "$p" ] && kill "$p" 2>/dev/null || true
+    p=$(daemon_pid "$f" "$d/")
+    [ -n "$p" ] && pids+=("$p") && kill "$p" 2>/dev/null || true
   done
   for _ in $(seq 50); do
-    p=; for f in "$d/slurmdbd.pid" "$d/mariadb.pid"; do
-      q=$(cat "$f" 2>/dev/null || true); [ -n "$q" ] && [ -d "/proc/$q" ] && p=1
-    done
+    p=; for f in "${pids[@]}"; do alive "$f" && p=1; done
     [ -z "$p" ] && break; sleep 0.2
   done
   rm -f "$d/slurmdbd.pid" "$d/mariadb.pid"

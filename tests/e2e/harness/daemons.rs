@@ -39,6 +39,16 @@ impl Cluster {
         let pid = std::fs::read_to_string(self.dir.join(pidfile)).unwrap_or_default();
         let pid = pid.trim().to_string();
         assert!(!pid.is_empty(), "no pid in {pidfile}");
+        // Only this cluster's daemon (its command line or environment names the directory): a
+        // pid file can outlive its daemon, and the number then belongs to another process.
+        // cluster.sh starts them on the directory's real path.
+        let real = std::fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone());
+        let mark = format!("{}/", real.display());
+        let ours = ["cmdline", "environ"].iter().any(|f| {
+            std::fs::read(format!("/proc/{pid}/{f}"))
+                .is_ok_and(|b| String::from_utf8_lossy(&b).contains(&mark))
+        });
+        assert!(ours, "{pidfile} names pid {pid}, not a daemon of {mark}");
         let _ = Command::new("kill").args([signal, &pid]).status();
         self.wait_until(&format!("{pidfile} ({pid}) to exit"), WAIT, || {
             std::fs::read_to_string(format!("/proc/{pid}/stat"))
