@@ -147,7 +147,7 @@ cmd_down() {
   export SLURM_CONF PATH="$GPUTOPO_SLURM_BIN:$GPUTOPO_SLURM_SBIN:$PATH"
   local ctld i ids
   ctld=$(daemon_pid "$dir/slurmctld.pid" "$dir/")
-  if alive "$ctld"; then
+  if [ -n "$ctld" ]; then
     ids=$(timeout 10 squeue -h -o %A 2>/dev/null | sort -u | tr '\n' ' ' || true)
     if [ -n "${ids// }" ]; then
       # shellcheck disable=SC2086

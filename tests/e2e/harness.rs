@@ -368,11 +368,13 @@ impl Cluster {
         if poll(timeout, || self.job_state(job).as_deref() == Some(state)) {
             return;
         }
-        let tag = format!("JobId={job} ");
+        // "JobId=7" followed by a space or at the line's end (not JobId=70).
+        let id = format!("JobId={job}");
+        let spaced = format!("{id} ");
         let log: Vec<String> = self
             .slurmctld_log()
             .lines()
-            .filter(|l| l.contains(&tag) || l.ends_with(&tag[..tag.len() - 1]))
+            .filter(|l| l.contains(&spaced) || l.ends_with(&id))
             .map(str::to_string)
             .collect();
         panic!(

@@ -36,19 +36,10 @@ impl Cluster {
     }
 
     fn kill_daemon(&self, pidfile: &str, signal: &str) {
-        let pid = std::fs::read_to_string(self.dir.join(pidfile)).unwrap_or_default();
-        let pid = pid.trim().to_string();
-        assert!(!pid.is_empty(), "no pid in {pidfile}");
-        // Only this cluster's daemon (its command line or environment names the directory): a
-        // pid file can outlive its daemon, and the number then belongs to another process.
-        // cluster.sh starts them on the directory's real path.
-        let real = std::fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone());
-        let mark = format!("{}/", real.display());
-        let ours = ["cmdline", "environ"].iter().any(|f| {
-            std::fs::read(format!("/proc/{pid}/{f}"))
-                .is_ok_and(|b| String::from_utf8_lossy(&b).contains(&mark))
-        });
-        assert!(ours, "{pidfile} names pid {pid}, not a daemon of {mark}");
+        let pid = self
+            .daemon_pid(pidfile)
+            .unwrap_or_else(|| panic!("{pidfile} names no live daemon of this cluster"))
+            .to_string();
         let _ = Command::new("kill").args([signal, &pid]).status();
         self.wait_until(&format!("{pidfile} ({pid}) to exit"), WAIT, || {
             std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -87,9 +78,28 @@ impl Cluster {
 
     /// slurmctld's pid (from its pid file) if that process is alive.
     pub fn slurmctld_pid(&self) -> Option<u32> {
-        let pid = std::fs::read_to_string(self.dir.join("slurmctld.pid")).ok()?;
-        let pid: u32 = pid.trim().parse().ok()?;
-        Path::new(&format!("/proc/{pid}")).exists().then_some(pid)
+        self.daemon_pid("slurmctld.pid")
+    }
+
+    /// The pid in `pidfile` while it is this cluster's daemon: alive, and its command line or
+    /// environment names the directory (as contrib/pidfile.sh checks). A pid file outlives a
+    /// SIGKILLed daemon, and its number then soon belongs to another process.
+    fn daemon_pid(&self, pidfile: &str) -> Option<u32> {
+        let pid: u32 = std::fs::read_to_string(self.dir.join(pidfile))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()?;
+        // cluster.sh starts the daemons on the directory's real path.
+        let real = std::fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone());
+        let mark = format!("{}/", real.display());
+        ["cmdline", "environ"]
+            .iter()
+            .any(|f| {
+                std::fs::read(format!("/proc/{pid}/{f}"))
+                    .is_ok_and(|b| String::from_utf8_lossy(&b).contains(&mark))
+            })
+            .then_some(pid)
     }
 
     /// Stops slurmctld alone by its orderly path (`scontrol shutdown slurmctld`) and waits
