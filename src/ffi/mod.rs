@@ -21,5 +21,3 @@ pub mod sys {
 }
 
 pub use sys::*;
-
-pub mod select_abi;

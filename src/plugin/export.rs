@@ -173,10 +173,10 @@ macro_rules! plugin_identity {
 ///
 /// ```ignore
 /// forwarding_table! {
-///     stock StockSelect from crate::plugin::stock::select;
+///     stock StockSelect from crate::plugin::select::stock::select;
 ///     forward fn select_p_state_save(dir_name: *mut c_char) -> c_int, fail = SLURM_ERROR;
 ///     hook fn select_p_job_test(job_ptr: *mut job_record_t, /* ... */ mode: u16) -> c_int,
-///         fail = SLURM_ERROR => crate::plugin::steer::job_test(job_ptr, mode);
+///         fail = SLURM_ERROR => crate::plugin::select::steer::job_test(job_ptr, mode);
 /// }
 /// ```
 /// `from` names a `fn() -> Result<&'static Stock, PluginError>`; the generated
@@ -207,7 +207,7 @@ macro_rules! forwarding_table {
             /// # Errors
             /// [`PluginError::StockSymbol`](crate::plugin::PluginError) for a missing symbol.
             pub fn resolve(
-                lib: &$crate::plugin::stock::StockLibrary,
+                lib: &$crate::plugin::select::stock::StockLibrary,
             ) -> Result<Self, $crate::plugin::PluginError> {
                 Ok(Self {
                     $(

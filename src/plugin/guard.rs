@@ -103,7 +103,7 @@ mod tests {
     /// (`is_degraded` is process-wide, so the two share one test).
     fn after_a_panic_job_test_withholds_known_faulty_nodes() {
         use crate::ffi;
-        use crate::plugin::steer::{degraded, state::SteerState};
+        use crate::plugin::select::steer::{degraded, state::SteerState};
         use crate::slurm::EntryPtr;
         use crate::slurm::bitmap::{Bitmap, BitmapRef, NodeIndex};
         use std::cell::RefCell;

@@ -5,7 +5,7 @@
 //! - [`guard`]: `catch_unwind` + error logging + degraded mode around every entry point.
 //! - [`lifecycle`]: reference-counted, role-agnostic `init`/`fini`.
 //! - [`stock`]: the dlopen'ed stock `select/cons_tres`.
-//! - [`select`]: the select role; its entry-point table is `crate::ffi::select_abi`.
+//! - [`select`]: the select role; its entry-point table is `crate::plugin::select::abi`.
 //! - [`steer`]: the two select hooks (`job_test`, `select_nodeinfo_set`).
 
 pub mod error;
@@ -14,8 +14,6 @@ pub mod guard;
 pub mod lifecycle;
 pub mod priority;
 pub mod select;
-pub mod steer;
-pub mod stock;
 
 pub use error::PluginError;
 

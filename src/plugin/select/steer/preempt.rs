@@ -17,9 +17,9 @@ use gputopo_core::steer::victims::{self, Candidate, VictimNode};
 use crate::ffi;
 use gputopo_core::steer::model::NodeModel;
 
-use crate::plugin::steer::read;
-use crate::plugin::steer::run::emit;
-use crate::plugin::steer::state::SteerState;
+use crate::plugin::select::steer::read;
+use crate::plugin::select::steer::run::emit;
+use crate::plugin::select::steer::state::SteerState;
 use crate::slurm::EntryPtr;
 use crate::slurm::bitmap::NodeIndex;
 use crate::slurm::job::JobView;

@@ -17,8 +17,8 @@ use gputopo_core::steer::call::{
 use gputopo_core::steer::model::wide_health;
 use gputopo_core::steer::wide::WideNode;
 
-use crate::plugin::steer::run::Call;
-use crate::plugin::steer::state::SteerState;
+use crate::plugin::select::steer::run::Call;
+use crate::plugin::select::steer::state::SteerState;
 use crate::slurm::bitmap::{BitmapMut, NodeIndex};
 use crate::slurm::gres::{CoreIndex, GPU, JobGres, NodeGres};
 use crate::slurm::job::JobView;

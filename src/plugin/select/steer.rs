@@ -1,6 +1,6 @@
 //! The hook point where gputopo changes what `select/cons_tres` decides.
 //!
-//! The entry-point tables (`crate::ffi::select_abi`) route exactly two calls here; everything
+//! The entry-point tables (`crate::plugin::select::abi`) route exactly two calls here; everything
 //! else is forwarded unchanged. Each hook receives `forward` (the stock call with the original
 //! arguments) and the arguments it needs; raw pointers arrive as `Option<EntryPtr<'call, T>>`.
 //!

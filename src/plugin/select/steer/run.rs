@@ -24,10 +24,10 @@ use gputopo_core::steer::call::{self, Ctx, Event, Outcome, Reply, Snapshot};
 use gputopo_core::steer::tries;
 
 use crate::ffi;
-use crate::plugin::steer::explain;
-use crate::plugin::steer::read;
-use crate::plugin::steer::state::{Stats, SteerState};
-use crate::plugin::steer::write;
+use crate::plugin::select::steer::explain;
+use crate::plugin::select::steer::read;
+use crate::plugin::select::steer::state::{Stats, SteerState};
+use crate::plugin::select::steer::write;
 use crate::slurm::bitmap::{BitmapMut, NodeIndex};
 use crate::slurm::gres::ResvGres;
 use crate::slurm::job::JobView;

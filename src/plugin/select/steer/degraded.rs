@@ -9,7 +9,7 @@ use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::ffi;
-use crate::plugin::steer::state::{Stats, SteerState};
+use crate::plugin::select::steer::state::{Stats, SteerState};
 use crate::slurm::bitmap::NodeIndex;
 use crate::slurm::{EntryPtr, node};
 

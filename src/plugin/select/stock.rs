@@ -25,8 +25,8 @@ use std::ptr::NonNull;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crate::ffi;
-use crate::ffi::select_abi::StockSelect;
 use crate::plugin::PluginError;
+use crate::plugin::select::abi::StockSelect;
 use crate::slurm;
 
 /// File name of the stock plugin gputopo wraps.
