@@ -4,9 +4,9 @@
 //! - [`export`]: the macros that emit identity data, `init`/`fini` and entry points.
 //! - [`guard`]: `catch_unwind` + error logging + degraded mode around every entry point.
 //! - [`lifecycle`]: reference-counted, role-agnostic `init`/`fini`.
-//! - [`stock`]: the dlopen'ed stock `select/cons_tres`.
-//! - [`select`]: the select role; its entry-point table is `crate::plugin::select::abi`.
-//! - [`steer`]: the two select hooks (`job_test`, `select_nodeinfo_set`).
+//! - [`select`]: the select role, all in one folder: its entry-point table, hooks trait,
+//!   gputopo's hooks and the dlopen'ed stock `select/cons_tres`.
+//! - [`priority`]: the priority role and its entry-point table.
 
 pub mod error;
 pub mod export;

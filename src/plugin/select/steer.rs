@@ -1,10 +1,10 @@
-//! The hook point where gputopo changes what `select/cons_tres` decides.
+//! [`Steer`]: gputopo's [`SelectHooks`], where it changes what `select/cons_tres` decides.
 //!
-//! The entry-point tables (`crate::plugin::select::abi`) route exactly two calls here; everything
-//! else is forwarded unchanged. Each hook receives `forward` (the stock call with the original
+//! The entry-point table ([`super::abi`]) routes the hooked calls here; everything else is
+//! forwarded unchanged. Each hook receives `forward` (the stock call with the original
 //! arguments) and the arguments it needs; raw pointers arrive as `Option<EntryPtr<'call, T>>`.
 //!
-//! - [`job_test`] (`select_p_job_test`): in RUN_NOW and WILL_RUN, drops nodes whose faulty
+//! - `job_test` (`select_p_job_test`): in RUN_NOW and WILL_RUN, drops nodes whose faulty
 //!   GPUs rule them out, steers cons_tres toward the nodes where the job's GPUs connect best
 //!   (narrowing the candidate bitmap, widening on failure), and after a RUN_NOW success
 //!   re-picks the GPU indices on each chosen node. [`read`] takes Slurm's state once per call
@@ -14,8 +14,10 @@
 //!   forwarded untouched.
 //! - Before a call that offers preemption candidates, [`preempt`] reorders them so cons_tres
 //!   frees the best-connected GPUs at the same cost.
-//! - [`select_nodeinfo_set`] (the commit point): forwarded; the selection it commits is the
-//!   one job_test left in `gres_bit_select`.
+//! - `select_nodeinfo_set` (the commit point): the trait's default, forwarded; the
+//!   selection it commits is the one job_test left in `gres_bit_select`.
+//! - `reconfigure` (`select_p_reconfigure`): re-reads Slurm's log level, forwards, then
+//!   re-reads gputopo.conf and forgets cached topologies ([`state::reconfigure`]).
 //!
 //! A panic anywhere below is caught by the guard; from then on job_test runs [`degraded`]
 //! (cons_tres alone, nodes with known faulty GPUs withheld) and every other call forwards.
@@ -30,100 +32,89 @@ pub mod write;
 
 use std::ffi::c_int;
 
+use gputopo_core::steer::tries::CallMode;
+
 use crate::ffi;
+use crate::plugin::select::hooks::SelectHooks;
 use crate::slurm::job::{self, JobView, ReservationArg};
 use crate::slurm::{EntryPtr, node};
-use run::Call;
+use read::Call;
 use state::Stats;
 
 /// How often the counters are logged (at verbose level, on the next job_test call).
 const SUMMARY_EVERY_SECS: u64 = 5;
 
-/// `select_p_job_test`: called by slurmctld with the job and node write locks held.
-#[allow(clippy::too_many_arguments)]
-pub fn job_test<R: ReservationArg>(
-    forward: impl Fn() -> c_int,
-    job: Option<EntryPtr<'_, ffi::job_record_t>>,
-    bitmap: Option<EntryPtr<'_, ffi::bitstr_t>>,
-    _min_nodes: u32,
-    max_nodes: u32,
-    _req_nodes: u32,
-    mode: u16,
-    preemptee_candidates: Option<EntryPtr<'_, ffi::xlist>>,
-    reservation: Option<EntryPtr<'_, R>>,
-) -> c_int {
-    let st = state::state();
-    if crate::plugin::guard::is_degraded() {
-        return degraded::job_test(st, forward, bitmap, mode);
-    }
-    Stats::add(&st.stats.calls, 1);
-    if st.stats.due(SUMMARY_EVERY_SECS) {
-        log::info!("{}", st.stats.summary());
-    }
-    let (Some(job), Some(bitmap)) = (job, bitmap) else {
-        return forward();
-    };
-    let Some(candidates) = node::candidates(&bitmap) else {
-        return forward();
-    };
-    let mut job = JobView::new(job);
-    let call = Call {
-        max_nodes,
-        mode,
-        preemption: job::offers_preemption(preemptee_candidates.as_ref()),
-        reserved: reservation.as_ref().and_then(R::gres),
-    };
-    let base = u32::from(mode) & ffi::SELECT_MODE_BASE;
-    let planned = base == ffi::SELECT_MODE_RUN_NOW || base == ffi::SELECT_MODE_WILL_RUN;
-    if let Some(list) = preemptee_candidates
-        .as_ref()
-        .filter(|_| call.preemption && planned)
-    {
-        let offered: Vec<_> = candidates.iter_set().collect();
-        preempt::order_candidates(st, &st.config(), &mut job, &offered, list, max_nodes);
-    }
-    let rc = run::job_test(st, &forward, &mut job, candidates, call);
-    log::debug!(
-        "job_test JobId={} mode={} rc={rc}",
-        job.id().0,
-        mode_name(mode)
-    );
-    rc
-}
+/// gputopo's select hooks (the state they keep is [`state::state`]).
+#[derive(Debug)]
+pub struct Steer;
 
-/// `select_p_select_nodeinfo_set`: the commit point (cons_tres fills the job's GRES allocation).
-pub fn select_nodeinfo_set(
-    forward: impl FnOnce() -> c_int,
-    _job: Option<EntryPtr<'_, ffi::job_record_t>>,
-) -> c_int {
-    forward()
-}
+impl SelectHooks for Steer {
+    fn job_test<R: ReservationArg>(
+        &self,
+        forward: impl Fn() -> c_int,
+        job: Option<EntryPtr<'_, ffi::job_record_t>>,
+        bitmap: Option<EntryPtr<'_, ffi::bitstr_t>>,
+        _min_nodes: u32,
+        max_nodes: u32,
+        _req_nodes: u32,
+        mode: CallMode,
+        preemptee_candidates: Option<EntryPtr<'_, ffi::xlist>>,
+        reservation: Option<EntryPtr<'_, R>>,
+    ) -> c_int {
+        let st = state::state();
+        if crate::plugin::guard::is_degraded() {
+            return degraded::job_test(st, forward, bitmap, mode);
+        }
+        Stats::add(&st.stats.calls, 1);
+        if st.stats.due(SUMMARY_EVERY_SECS) {
+            log::info!("{}", st.stats.summary());
+        }
+        let (Some(job), Some(bitmap)) = (job, bitmap) else {
+            return forward();
+        };
+        let Some(candidates) = node::candidates(&bitmap) else {
+            return forward();
+        };
+        let mut job = JobView::new(job);
+        let call = Call {
+            max_nodes,
+            mode,
+            preemption: job::offers_preemption(preemptee_candidates.as_ref()),
+            reserved: reservation.as_ref().and_then(R::gres),
+        };
+        let planned = matches!(mode, CallMode::RunNow | CallMode::WillRun);
+        if let Some(list) = preemptee_candidates
+            .as_ref()
+            .filter(|_| call.preemption && planned)
+        {
+            let offered: Vec<_> = candidates.iter_set().collect();
+            preempt::order_candidates(st, &st.config(), &mut job, &offered, list, max_nodes);
+        }
+        let rc = run::job_test(st, &forward, &mut job, candidates, call);
+        log::debug!(
+            "job_test JobId={} mode={} rc={rc}",
+            job.id().0,
+            mode_name(mode)
+        );
+        rc
+    }
 
-/// `select_p_reconfigure`: re-read gputopo.conf, forget cached health and topologies.
-pub fn reconfigure() {
-    state::reconfigure();
-}
-
-/// Slurm's name for a job_test mode (flag bits ignored), as in its own debug output.
-fn mode_name(mode: u16) -> &'static str {
-    match u32::from(mode) & ffi::SELECT_MODE_BASE {
-        ffi::SELECT_MODE_RUN_NOW => "RUN_NOW",
-        ffi::SELECT_MODE_TEST_ONLY => "TEST_ONLY",
-        ffi::SELECT_MODE_WILL_RUN => "WILL_RUN",
-        ffi::SELECT_MODE_RESV => "RESV",
-        _ => "UNKNOWN",
+    /// `scontrol reconfigure` may have changed SlurmctldDebug and gputopo.conf.
+    fn reconfigure(&self, forward: impl FnOnce() -> c_int) -> c_int {
+        crate::slurm::log::sync_level();
+        let rc = forward();
+        state::reconfigure();
+        rc
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mode_names_ignore_flag_bits() {
-        assert_eq!(mode_name(0), "RUN_NOW");
-        assert_eq!(mode_name(0x101), "TEST_ONLY");
-        assert_eq!(mode_name(2), "WILL_RUN");
-        assert_eq!(mode_name(9), "UNKNOWN");
+/// Slurm's name for a job_test mode, as in its own debug output.
+fn mode_name(mode: CallMode) -> &'static str {
+    match mode {
+        CallMode::RunNow => "RUN_NOW",
+        CallMode::TestOnly => "TEST_ONLY",
+        CallMode::WillRun => "WILL_RUN",
+        CallMode::Resv => "RESV",
+        CallMode::Other => "UNKNOWN",
     }
 }
