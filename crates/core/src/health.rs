@@ -12,6 +12,7 @@
 
 pub mod extra;
 mod policy;
+pub mod publish;
 pub mod sticky;
 pub mod telemetry;
 pub mod violation;
