@@ -97,7 +97,7 @@ for r in $releases; do
 done
 phase unit cargo test
 # Criterion benchmarks of the core in their quick form: they print numbers, they assert nothing.
-phase benches cargo bench -p gputopo-core --bench placement --bench sim --bench priority \
+phase benches cargo bench -p gputopo-core -p gputopo-eval --bench placement --bench sim --bench priority \
   --bench steer --bench victims -- --quick --noplot
 
 # The gputopo command (gres.conf for the harness; the agent's e2e tests also run it).
