@@ -1,5 +1,5 @@
 //! A cheap hasher for the small integer keys of the per-call maps and memos of node
-//! steering ([`super::Prepared`], [`super::key_memo`]): they are probed for every candidate
+//! steering ([`crate::steer::Prepared`], [`crate::steer::key_memo`]): they are probed for every candidate
 //! node on every `select_p_job_test` call, where std's SipHash (built to resist crafted keys,
 //! which these are not: addresses and GPU bitmasks) cost more than the work they save.
 
