@@ -11,8 +11,6 @@
 #               package once per release (SLURM_SRC_DIR = that release's tree)
 #   unit        cargo test (the workspace's default members: no Slurm needed)
 #   benches     the core's criterion benchmarks, quick form (numbers only, no assertions)
-#   peer-compare  contrib/peer-compare.sh: go-gpuallocator's expected answers (fails on a case
-#               where gputopo's set, or its leftover at an equal set, is worse)
 #   per release R in 22.05.8 24.11.5:
 #     plugin-R  contrib/build-plugin.sh R (the select/gputopo .so for R)
 #     abi-R     the root package's tests (tests/main.rs) with GPUTOPO_PLUGIN_SO, SLURM_SRC_DIR
@@ -103,7 +101,6 @@ phase benches cargo bench -p gputopo-core -p gputopo-eval --bench placement --be
 # The gputopo command (gres.conf for the harness; the agent's e2e tests also run it).
 phase gputopo-bin cargo build --release -p gputopo-agent --bin gputopo
 export GPUTOPO_BIN=$CARGO_TARGET_DIR/release/gputopo
-phase peer-compare "$here/peer-compare.sh"
 
 # Runs the root package's test binary for release $r with extra args.
 root_tests() {
