@@ -125,11 +125,16 @@ cluster_pids() {
 
 start_munged() {
   if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then return; fi
+  # Two clusters may come up at once (nextest runs two e2e tests): one starts munged, the
+  # other waits for the lock and then finds it answering (closing fd 8 releases the lock).
+  exec 8>>/tmp/gputopo-munged.lock
+  flock 8
+  if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then exec 8>&-; return; fi
   [ -s /etc/munge/munge.key ] || { mungekey --create --keyfile=/etc/munge/munge.key; chown munge:munge /etc/munge/munge.key; chmod 600 /etc/munge/munge.key; }
   install -d -o munge -g munge -m 755 /run/munge
-  runuser -u munge -- env -u SLURM_CONF /usr/sbin/munged 7>&- || die "munged did not start"
+  runuser -u munge -- env -u SLURM_CONF /usr/sbin/munged 7>&- 8>&- || die "munged did not start"
   local i
-  for i in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && return; sleep 0.1; done
+  for i in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && { exec 8>&-; return; }; sleep 0.1; done
   die "munged runs but munge -n | unmunge fails"
 }
 
