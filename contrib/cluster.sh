@@ -85,7 +85,7 @@ release_paths() { # sets BIN SBIN PLUGINS for $release
 }
 
 # --- processes -----------------------------------------------------------------------------
-. "$here/pidfile.sh"
+. "$here/lib.sh"
 # True when `scontrol ping` reports controller ROLE (primary, backup) UP. scontrol's exit
 # status says whether every controller answers, so only its output is read.
 ctld_up() {

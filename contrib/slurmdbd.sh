@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$dir" ] || die "--dir is required"
-. "$(dirname "$0")/pidfile.sh"
+. "$(dirname "$0")/lib.sh"
 d=$dir.dbd  # a sibling: cluster.sh up kills whatever holds files under DIR/
 # The same port block cluster.sh derives from DIR (below the ephemeral range, where an outgoing
 # connection could hold a listening port): slurmctld BASE, nodes BASE+1.., BASE+150.. free.
@@ -34,7 +34,7 @@ dbd_port=$((base + 150)) my_port=$((base + 151))
 stop() {
   local f p pids=()
   # Only a live process of this directory: a pid file left by a killed daemon names another
-  # process by now (contrib/pidfile.sh).
+  # process by now (contrib/lib.sh).
   for f in "$d/slurmdbd.pid" "$d/mariadb.pid"; do
     p=$(daemon_pid "$f" "$d/")
     [ -n "$p" ] && pids+=("$p") && kill "$p" 2>/dev/null || true

@@ -1,4 +1,4 @@
-# Pid files of a cluster's daemons, sourced by cluster.sh and slurmdbd.sh.
+# Shared by the contrib/ scripts (sourced): pid files of a cluster's daemons.
 
 # Running and not a zombie (PID 1 here may not reap orphans, so kill -0 is not enough).
 alive() { [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ] && ! awk '{ exit !($3 == "Z") }' "/proc/$1/stat" 2>/dev/null; }
