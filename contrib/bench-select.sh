@@ -32,7 +32,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-release=22.05.8 nodes=64 jobs= seed=1 callgrind=
+. "$here/lib.sh"
+release=$(default_release) nodes=64 jobs= seed=1 callgrind=
 if [ -n "${BENCH_LIGHT:-}" ]; then nodes=8 jobs=200; fi
 while [ $# -gt 0 ]; do
   case $1 in

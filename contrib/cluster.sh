@@ -75,13 +75,9 @@ release_paths() { # sets BIN SBIN PLUGINS for $release
     "$SBIN/slurmctld" -V | grep -q " $release\$" || die "GPUTOPO_SLURM_PREFIX=$p is not Slurm $release: $("$SBIN/slurmctld" -V)"
     return
   fi
-  case $release in
-    22.05.8) BIN=/usr/bin SBIN=/usr/sbin PLUGINS=/usr/lib/x86_64-linux-gnu/slurm-wlm ;;
-    *)
-      # 24.11.5 (contrib/slurm-install.sh) and every release installed the same way by hand.
-      local p=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$release
-      BIN=$p/bin SBIN=$p/sbin PLUGINS=$p/lib/slurm ;;
-  esac
+  # Debian's packages or contrib/slurm-install.sh's prefix (slurm-headers/releases.tsv).
+  local p; p=$(release_prefix "$release")
+  BIN=$p/bin SBIN=$p/sbin PLUGINS=$(release_plugin_dir "$release")
 }
 
 # --- processes -----------------------------------------------------------------------------
@@ -325,7 +321,7 @@ fail_up() {
 
 cmd_up() {
   [ "$(id -u)" = 0 ] || die "run as root (mknod, daemons as root)"
-  [ -n "$release" ] || die "up needs --release 22.05.8|24.11.5"
+  [ -n "$release" ] || die "up needs --release VERSION (e.g. $(releases ci | paste -sd'|'))"
   [[ $nodes =~ ^[1-9][0-9]*$ ]] && [ "$nodes" -le 149 ] || die "--nodes must be 1 to 149"
   [ -n "$topo_arg" ] || die "up needs --topology NAME|FILE (names: $(cd "$here/topologies" && ls ./*.topo | sed 's|./||;s|\.topo||' | tr '\n' ' '))"
   case $select in gputopo|cons_tres) ;; *) die "--select must be gputopo or cons_tres" ;; esac

@@ -52,11 +52,8 @@ case $cmd in
   *) die "usage: slurmdbd.sh up|down ..." ;;
 esac
 [ -n "$release" ] && [ -n "$cluster" ] || die "up needs --release and --cluster"
-case $release in
-  22.05.8) sbin=/usr/sbin bin=/usr/bin ;;
-  *) p=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$release; sbin=$p/sbin bin=$p/bin
-     [ -x "$sbin/slurmdbd" ] || die "Slurm $release is not installed under $p (contrib/slurm-install.sh $release)" ;;
-esac
+p=$(release_prefix "$release"); sbin=$p/sbin bin=$p/bin
+[ -x "$sbin/slurmdbd" ] || die "Slurm $release is not installed under $p (contrib/slurm-install.sh $release)"
 stop
 rm -rf "$d"; mkdir -p "$d/db"
 mariadb-install-db --user=root --datadir="$d/db" --skip-test-db >"$d/install.log" 2>&1 || die "mariadb-install-db failed (see $d/install.log)"

@@ -30,7 +30,7 @@
 #               GPUTOPO_SMOKE_BUDGET seconds (default 480); the summary names each release and
 #               what ran, or why it was skipped (no source tree, no install, time budget)
 #
-# Environment: GPUTOPO_RELEASES (default "22.05.8 24.11.5"), GPUTOPO_E2E_SHARDS (clusters at
+# Environment: GPUTOPO_RELEASES (default: the ci releases of slurm-headers/releases.tsv), GPUTOPO_E2E_SHARDS (clusters at
 # once; 1 = one test at a time), CARGO_TARGET_DIR. The stock run's tests are the nextest
 # profile's (.config/nextest.toml).
 set -uo pipefail
@@ -42,7 +42,9 @@ export PATH=$HOME/.cargo/bin:/root/.cargo/bin:$PATH
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
 case $CARGO_TARGET_DIR in /*) ;; *) CARGO_TARGET_DIR=$repo/$CARGO_TARGET_DIR ;; esac
 export CARGO_TERM_COLOR=never
-releases=${GPUTOPO_RELEASES:-22.05.8 24.11.5}
+# shellcheck source=contrib/lib.sh
+. "$here/lib.sh"
+releases=${GPUTOPO_RELEASES:-$(releases ci | paste -sd' ')}
 shards=${GPUTOPO_E2E_SHARDS:-2}
 logdir=$CARGO_TARGET_DIR/test-all
 mkdir -p "$logdir"

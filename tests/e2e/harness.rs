@@ -15,7 +15,7 @@
 //! ```
 //!
 //! Environment: `GPUTOPO_E2E=1` enables the tests (they are also `#[ignore]`d);
-//! `GPUTOPO_SLURM_RELEASE` (default 22.05.8) and `GPUTOPO_SELECT` (default `gputopo`;
+//! `GPUTOPO_SLURM_RELEASE` (default: the release table's first CI release) and `GPUTOPO_SELECT` (default `gputopo`;
 //! `cons_tres` runs the same tests on stock Slurm) choose the cluster; `GPUTOPO_PLUGIN_SO`
 //! names the built plugin (else cluster.sh runs contrib/build-plugin.sh); `GPUTOPO_BIN` the
 //! `gputopo` command (else it is looked up next to this test binary's target directory).

@@ -12,9 +12,20 @@ pub fn e2e_enabled() -> bool {
     on
 }
 
-/// The Slurm release tests run against (`GPUTOPO_SLURM_RELEASE`, default 22.05.8).
+/// The Slurm release tests run against: `GPUTOPO_SLURM_RELEASE`, else the release table's
+/// first CI release (`slurm-headers/releases.tsv`, the scripts' default too).
 pub fn release() -> String {
-    std::env::var("GPUTOPO_SLURM_RELEASE").unwrap_or_else(|_| "22.05.8".into())
+    std::env::var("GPUTOPO_SLURM_RELEASE").unwrap_or_else(|_| default_release().into())
+}
+
+/// The first `release VERSION ci ...` line of the release table.
+fn default_release() -> &'static str {
+    include_str!("../../../slurm-headers/releases.tsv")
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|f| f.first() == Some(&"release") && f.get(2) == Some(&"ci"))
+        .and_then(|f| f.get(1).copied())
+        .expect("slurm-headers/releases.tsv lists a ci release")
 }
 
 /// Whether the release under test is at least major.minor (features that came with a series).
