@@ -19,7 +19,7 @@ pub mod violation;
 
 pub use extra::{
     ExtraError, LinkMatrix, MergeRefused, NodeHealth, Parsed, merge_extra, merge_extra_with,
-    parse_extra, read_extra,
+    own_malformed, parse_extra, read_extra,
 };
 pub use policy::{Evidence, HealthPolicy, Reading, RowRemap, judge};
 
