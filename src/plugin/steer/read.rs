@@ -41,16 +41,17 @@ fn need_of(reqs: &[JobGres<'_>], max_nodes: u32) -> Option<GpuNeed> {
     }
     let per_node: u64 = gpus.iter().map(|r| r.per_node()).sum();
     let per_job: u64 = gpus.iter().map(|r| r.per_job()).sum();
-    let n = if per_node > 0 {
-        per_node
+    let (n, spread) = if per_node > 0 {
+        (per_node, false)
     } else if per_job > 0 && max_nodes == 1 {
-        per_job
+        (per_job, false)
     } else {
-        1
+        (1, true)
     };
     Some(GpuNeed {
         per_node: usize::try_from(n).unwrap_or(usize::MAX).max(1),
         type_id: gpus.iter().find_map(|r| r.type_id()),
+        spread,
     })
 }
 
