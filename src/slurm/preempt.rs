@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 
-use gputopo_core::GpuSet;
+use gputopo_core::steer::preempt::Offered;
 use gputopo_core::steer::victims::mode;
 
 use crate::ffi;
@@ -24,18 +24,11 @@ use crate::slurm::list::ListRef;
 pub struct CandidateJob {
     /// The record's address (its identity while the list is reordered).
     pub addr: usize,
-    /// Its job id.
-    pub job_id: u32,
-    /// What Slurm's preemption order can depend on: partition tier, QOS (by identity),
-    /// node count (partition_prio adds it to the tier). Equal keys are interchangeable.
-    pub key: (u32, usize, u32),
-    /// Its node, for a one-node job.
-    pub node: Option<NodeIndex>,
-    /// Its GPUs there.
-    pub gpus: GpuSet,
-    /// Slurm suspends it to preempt it, and a suspended job keeps its GPUs
-    /// ([`gputopo_core::steer::victims::mode`]).
-    pub keeps_gpus: bool,
+    /// The core's view ([`Offered`]): job id, what Slurm's order depends on (partition
+    /// tier, QOS by identity, node count: equal keys are interchangeable), its GPUs per node
+    /// (empty when they could not be read), and whether Slurm suspends it to preempt it (a
+    /// suspended job keeps its GPUs: [`gputopo_core::steer::victims::mode`]).
+    pub offered: Offered,
 }
 
 /// The candidates in list order.
@@ -62,14 +55,20 @@ pub fn candidates(list: &EntryPtr<'_, ffi::xlist>) -> Vec<CandidateJob> {
                 .map(|b| b.iter_set().collect())
                 .unwrap_or_default();
             // SAFETY: the job's live gres_list_alloc, read only.
-            let gpus = unsafe { crate::slurm::gres::job_alloc_gpus(j.gres_list_alloc) };
+            let gpus =
+                unsafe { crate::slurm::gres::job_alloc_gpus(j.gres_list_alloc, nodes.len()) };
+            let on = match gpus {
+                Some(g) if !nodes.is_empty() => nodes.iter().map(|n| n.0).zip(g).collect(),
+                _ => Vec::new(),
+            };
             CandidateJob {
                 addr: std::ptr::from_ref(j) as usize,
-                job_id: j.job_id,
-                key: (tier, j.qos_ptr as usize, j.node_cnt),
-                node: (nodes.len() == 1).then(|| nodes[0]),
-                gpus: gpus.unwrap_or_default(),
-                keeps_gpus: mode::keeps_gpus(mode),
+                offered: Offered {
+                    job: j.job_id,
+                    key: (tier, j.qos_ptr as usize as u64, j.node_cnt),
+                    on,
+                    keeps_gpus: mode::keeps_gpus(mode),
+                },
             }
         })
         .collect()

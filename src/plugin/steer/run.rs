@@ -28,6 +28,7 @@ use crate::plugin::steer::explain;
 use crate::plugin::steer::read;
 use crate::plugin::steer::state::{Stats, SteerState};
 use crate::plugin::steer::write;
+use crate::slurm::EntryPtr;
 use crate::slurm::bitmap::{BitmapMut, NodeIndex};
 use crate::slurm::gres::ResvGres;
 use crate::slurm::job::JobView;
@@ -43,6 +44,9 @@ pub struct Call<'a> {
     /// The call offers preemptable jobs: no narrowing (cons_tres may append preemptees to
     /// its output list on each successful try, and must see every node to plan preemption).
     pub preemption: bool,
+    /// The preemption candidates (`preemptee_candidates`) when the call offers some:
+    /// reordered once the snapshot is read ([`crate::plugin::steer::preempt`]).
+    pub candidates: Option<&'a EntryPtr<'a, ffi::xlist>>,
     /// GRES reservations that constrain this job's GPUs (23.11+ `resv_exc_t` lists): the
     /// re-pick then chooses within what they allow ([`gputopo_core::steer::reserved`]).
     pub reserved: Option<ResvGres<'a>>,
@@ -103,6 +107,9 @@ fn steer(
         return timed(st, forward);
     }
     let snap = read::snapshot(st, &cfg, job, facts, bitmap);
+    if let Some(list) = call.candidates {
+        crate::plugin::steer::preempt::order_candidates(st, &cfg, &snap, list);
+    }
     drive(st, forward, job, bitmap, &cfg, call, &snap)
 }
 
