@@ -33,6 +33,7 @@ use std::ffi::c_int;
 
 use crate::ffi;
 use crate::slurm::job::{self, JobView, ReservationArg};
+use crate::slurm::preempt::PreempteeOut;
 use crate::slurm::{EntryPtr, node};
 use run::Call;
 use state::Stats;
@@ -51,6 +52,7 @@ pub fn job_test<R: ReservationArg>(
     _req_nodes: u32,
     mode: u16,
     preemptee_candidates: Option<EntryPtr<'_, ffi::xlist>>,
+    preemptee_job_list: Option<EntryPtr<'_, *mut ffi::xlist>>,
     reservation: Option<EntryPtr<'_, R>>,
 ) -> c_int {
     let st = state::state();
@@ -69,11 +71,13 @@ pub fn job_test<R: ReservationArg>(
     };
     let mut job = JobView::new(job);
     let preemption = job::offers_preemption(preemptee_candidates.as_ref());
+    let victims_out = preemptee_job_list.map(PreempteeOut::new);
     let call = Call {
         max_nodes,
         mode,
         preemption,
         candidates: preemptee_candidates.as_ref().filter(|_| preemption),
+        victims_out: victims_out.as_ref(),
         reserved: reservation.as_ref().and_then(R::gres),
     };
     let rc = run::job_test(st, &forward, &mut job, candidates, call);
