@@ -11,6 +11,7 @@
 //! beat missing data; missing data beats "merely degraded").
 
 pub mod extra;
+pub mod persist;
 mod policy;
 pub mod publish;
 pub mod sticky;
@@ -19,7 +20,7 @@ pub mod violation;
 
 pub use extra::{
     ExtraError, LinkMatrix, MergeRefused, NodeHealth, Parsed, merge_extra, merge_extra_with,
-    parse_extra, read_extra,
+    own_malformed, parse_extra, read_extra,
 };
 pub use policy::{Evidence, HealthPolicy, Reading, RowRemap, judge};
 

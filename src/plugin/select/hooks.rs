@@ -34,6 +34,7 @@ pub trait SelectHooks: Sync {
         _req_nodes: u32,
         _mode: CallMode,
         _preemptee_candidates: Option<EntryPtr<'_, ffi::xlist>>,
+        _preemptee_job_list: Option<EntryPtr<'_, *mut ffi::xlist>>,
         _reservation: Option<EntryPtr<'_, R>>,
     ) -> c_int {
         forward()

@@ -13,7 +13,8 @@
 //!   [`write`] writes the placement back once; state and config in [`state`]. TEST_ONLY is
 //!   forwarded untouched.
 //! - Before a call that offers preemption candidates, [`preempt`] reorders them so cons_tres
-//!   frees the best-connected GPUs at the same cost.
+//!   frees the best-connected healthy GPUs at the same cost (the core decides over the
+//!   call's snapshot).
 //! - `select_nodeinfo_set` (the commit point): the trait's default, forwarded; the
 //!   selection it commits is the one job_test left in `gres_bit_select`.
 //! - `reconfigure` (`select_p_reconfigure`): re-reads Slurm's log level, forwards, then
@@ -37,6 +38,7 @@ use gputopo_core::steer::tries::CallMode;
 use crate::ffi;
 use crate::plugin::select::hooks::SelectHooks;
 use crate::slurm::job::{self, JobView, ReservationArg};
+use crate::slurm::preempt::PreempteeOut;
 use crate::slurm::{EntryPtr, node};
 use read::Call;
 use state::Stats;
@@ -59,6 +61,7 @@ impl SelectHooks for Steer {
         _req_nodes: u32,
         mode: CallMode,
         preemptee_candidates: Option<EntryPtr<'_, ffi::xlist>>,
+        preemptee_job_list: Option<EntryPtr<'_, *mut ffi::xlist>>,
         reservation: Option<EntryPtr<'_, R>>,
     ) -> c_int {
         let st = state::state();
@@ -76,20 +79,16 @@ impl SelectHooks for Steer {
             return forward();
         };
         let mut job = JobView::new(job);
+        let preemption = job::offers_preemption(preemptee_candidates.as_ref());
+        let victims_out = preemptee_job_list.map(PreempteeOut::new);
         let call = Call {
             max_nodes,
             mode,
-            preemption: job::offers_preemption(preemptee_candidates.as_ref()),
+            preemption,
+            candidates: preemptee_candidates.as_ref().filter(|_| preemption),
+            victims_out: victims_out.as_ref(),
             reserved: reservation.as_ref().and_then(R::gres),
         };
-        let planned = matches!(mode, CallMode::RunNow | CallMode::WillRun);
-        if let Some(list) = preemptee_candidates
-            .as_ref()
-            .filter(|_| call.preemption && planned)
-        {
-            let offered: Vec<_> = candidates.iter_set().collect();
-            preempt::order_candidates(st, &st.config(), &mut job, &offered, list, max_nodes);
-        }
         let rc = run::job_test(st, &forward, &mut job, candidates, call);
         log::debug!(
             "job_test JobId={} mode={} rc={rc}",

@@ -9,6 +9,8 @@
 //! 3. Plan: the merged `Extra` and the `scontrol update` steps (write `Extra` when it changed;
 //!    with `DrainWhenAllFaulty=yes` drain a node whose *every* GPU is faulty), or a refusal
 //!    (a non-JSON `Extra`, or slurm.conf's GPU count disagreeing with this check).
+//!    gputopo's own record made unusable (truncated, corrupted) is replaced, with a message
+//!    saying so.
 //! 4. Carry the steps out with scontrol, in order.
 //!
 //! All scontrol calls together are bounded by `PublishTimeoutSec`; a call still running then is
@@ -107,6 +109,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             return Ok(EXIT_REFUSED);
         }
     };
+    if let Some(e) = &plan.replaces_own_malformed {
+        // Ours (it names our key) but unusable: slurmctld keeps the node's last good health
+        // meanwhile; rewriting it is the repair (issue 25 item 1).
+        eprintln!(
+            "gputopo: publish: node {}: {e}; replacing gputopo's own unusable record",
+            s.node
+        );
+    }
     if args.dry_run {
         println!("{}", plan.extra);
         return Ok(report::EXIT_OK);

@@ -18,11 +18,14 @@ use gputopo_core::steer::model::wide_health;
 use gputopo_core::steer::tries::CallMode;
 use gputopo_core::steer::wide::WideNode;
 
+use crate::ffi;
 use crate::plugin::select::steer::state::SteerState;
+use crate::slurm::EntryPtr;
 use crate::slurm::bitmap::{BitmapMut, NodeIndex};
 use crate::slurm::gres::{CoreIndex, GPU, JobGres, NodeGres, ResvGres};
 use crate::slurm::job::JobView;
 use crate::slurm::node::{self, NodeView};
+use crate::slurm::preempt::PreempteeOut;
 
 /// Arguments of one `select_p_job_test` call that the hook reads.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +37,12 @@ pub struct Call<'a> {
     /// The call offers preemptable jobs: no narrowing (cons_tres may append preemptees to
     /// its output list on each successful try, and must see every node to plan preemption).
     pub preemption: bool,
+    /// The preemption candidates (`preemptee_candidates`) when the call offers some:
+    /// reordered once the snapshot is read ([`crate::plugin::select::steer::preempt`]).
+    pub candidates: Option<&'a EntryPtr<'a, ffi::xlist>>,
+    /// cons_tres's victims list of the call: cut back before each try after the first and
+    /// when the call does not succeed, so only the final try's victims are preempted.
+    pub victims_out: Option<&'a PreempteeOut<'a>>,
     /// GRES reservations that constrain this job's GPUs (23.11+ `resv_exc_t` lists): the
     /// re-pick then chooses within what they allow ([`gputopo_core::steer::reserved`]).
     pub reserved: Option<ResvGres<'a>>,
@@ -42,13 +51,8 @@ pub struct Call<'a> {
 /// The job's per-node GPU need, `None` when it asks for no GPU.
 ///
 /// `--gres=gpu:N`/`--gpus-per-node=N` give N; `--gpus=N` on a one-node job gives N; other
-/// forms (`--gpus` over several nodes, per task or socket) give 1: a node must hold at least
-/// one usable GPU, and cons_tres spreads the rest.
-pub fn gpu_need(job: &mut JobView<'_>, max_nodes: u32) -> Option<GpuNeed> {
-    need_of(&job.gres_requests(), max_nodes)
-}
-
-/// [`gpu_need`] of requests already read.
+/// forms (`--gpus` over several nodes, per task or socket) give 1 (`spread`): a node must
+/// hold at least one usable GPU, and cons_tres spreads the rest.
 fn need_of(reqs: &[JobGres<'_>], max_nodes: u32) -> Option<GpuNeed> {
     let gpus: Vec<_> = reqs.iter().filter(|r| r.name() == GPU).collect();
     if gpus.is_empty() {
@@ -56,16 +60,17 @@ fn need_of(reqs: &[JobGres<'_>], max_nodes: u32) -> Option<GpuNeed> {
     }
     let per_node: u64 = gpus.iter().map(|r| r.per_node()).sum();
     let per_job: u64 = gpus.iter().map(|r| r.per_job()).sum();
-    let n = if per_node > 0 {
-        per_node
+    let (n, spread) = if per_node > 0 {
+        (per_node, false)
     } else if per_job > 0 && max_nodes == 1 {
-        per_job
+        (per_job, false)
     } else {
-        1
+        (1, true)
     };
     Some(GpuNeed {
         per_node: usize::try_from(n).unwrap_or(usize::MAX).max(1),
         type_id: gpus.iter().find_map(|r| r.type_id()),
+        spread,
     })
 }
 

@@ -87,6 +87,9 @@ fn steer(
         return timed(st, forward);
     }
     let snap = read::snapshot(st, &cfg, job, facts, bitmap);
+    if let Some(list) = call.candidates {
+        crate::plugin::select::steer::preempt::order_candidates(st, &cfg, &snap, list);
+    }
     drive(st, forward, job, bitmap, &cfg, call, &snap)
 }
 
@@ -113,10 +116,15 @@ fn drive(
     let will_run = matches!(snap.job.mode, tries::Mode::WillRun { .. });
     let mut rc = ffi::SLURM_ERROR;
     let mut events = Vec::new();
+    let mut tries = 0usize;
     let finish = call::run(
         machine,
         |offer| {
             write_bitmap(bitmap, offer);
+            if tries > 0 {
+                call.victims_out.inspect(|o| o.reset());
+            }
+            tries += 1;
             rc = timed(st, forward);
             if rc != ffi::SLURM_SUCCESS as c_int {
                 Reply::Failed
@@ -143,6 +151,7 @@ fn drive(
         Outcome::Failed => {}
     }
     if finish.outcome != Outcome::Success {
+        call.victims_out.inspect(|o| o.reset());
         explain::pending(job, snap, cfg, &finish.withheld);
     }
     Stats::add(&st.stats.excluded, finish.excluded as u64);
