@@ -24,7 +24,9 @@
 #               clusters at once, each test in its slot's directory
 #     stock-R   profile stock: the tests that compare with stock Slurm, with
 #               GPUTOPO_SELECT=cons_tres (the tests of gputopo's own behaviour are skipped)
-#     bench-select-R  contrib/bench-select.sh, light form (overhead next to stock cons_tres)
+#     perf-gate-R  contrib/bench-select.sh --callgrind --nodes 128 --gate 2: fails when
+#               gputopo's own instructions per select_p_job_test exceed 2 % of stock
+#               cons_tres's (callgrind counts, stock measured in the same invocation)
 #     package-R contrib/test-package.sh R: the Debian package built, installed with dpkg -i, a
 #               GPU job run through the installed files, then removed and purged
 #   smoke       contrib/smoke-releases.sh: every other release whose tree and install are cached
@@ -133,9 +135,9 @@ for r in $releases; do
     cargo nextest run -p gputopo --test main -P e2e --run-ignored only --test-threads "$shards"
   GPUTOPO_E2E=1 GPUTOPO_SELECT=cons_tres GPUTOPO_E2E_DIR_PREFIX=/tmp/gputopo-e2e-$r phase "stock-$r" \
     cargo nextest run -p gputopo --test main -P stock --run-ignored only --test-threads "$shards"
-  # The select overhead benchmark in its light form (stock, forwarding-only and gputopo on the
-  # same burst; prints sdiag and time per select_p_job_test side by side).
-  BENCH_LIGHT=1 phase "bench-select-$r" "$here/bench-select.sh" --release "$r"
+  # The perf gate (callgrind counts are repeatable on a loaded machine; wall-clock is not).
+  BENCH_DIR=/tmp/gputopo-perf-gate-$r phase "perf-gate-$r" "$here/bench-select.sh" \
+    --release "$r" --callgrind --nodes 128 --gate 2
   phase "package-$r" "$here/test-package.sh" "$r"
   unset SLURM_SRC_DIR GPUTOPO_PLUGIN_SO GPUTOPO_SLURM_RELEASE
 done
