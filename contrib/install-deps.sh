@@ -20,6 +20,9 @@ pkgs=(
   clang libclang-dev libmunge-dev libmariadb-dev build-essential dpkg-dev curl
   # Tools the scripts use.
   procps psmisc util-linux iproute2
+  # The RPM of each release (contrib/package.sh --rpm, contrib/test-package.sh): rpmbuild,
+  # rpm, rpm2archive.
+  rpm
 )
 
 if [ "$(id -u)" != 0 ]; then
