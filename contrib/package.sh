@@ -98,6 +98,7 @@ if [ -n "$rpm" ]; then
 fi
 
 command -v dpkg-deb >/dev/null || die "dpkg-deb is missing (apt-get install dpkg)"
+command -v chrpath >/dev/null || die "chrpath is missing (apt-get install chrpath)"
 arch=$(dpkg --print-architecture)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 # Where Slurm's Debian packages put their plugins: Debian's slurm-wlm, SchedMD's slurm-smd.
@@ -127,6 +128,9 @@ install -m 0644 "$so" "$stage$libdir/select_gputopo_cons_tres.so"
 install -m 0755 "$bin" "$stage/usr/bin/gputopo"
 # Debian ships binaries stripped (debug info belongs in a -dbgsym package).
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage$libdir/select_gputopo_cons_tres.so" "$stage/usr/bin/gputopo"
+# The RUNPATH to the build host's libslurmfull.so directory goes: every Slurm process that loads
+# the plugin has libslurmfull.so loaded already, and the loader matches it by its soname.
+chrpath -d "$stage$libdir/select_gputopo_cons_tres.so" >/dev/null
 install -m 0755 "$here/healthcheck.sh" "$stage/usr/libexec/gputopo/healthcheck"
 install -m 0755 "$here/install-plugin.sh" "$stage/usr/share/gputopo/install-plugin.sh"
 install -m 0755 "$here/pkg-maint.sh" "$stage/usr/share/gputopo/maint.sh"

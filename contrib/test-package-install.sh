@@ -110,10 +110,19 @@ if [ -n "$prefix" ]; then
   check "Slurm runs from the other prefix $prefix" "$prefix/sbin/slurmctld" -V
   check "the build's Slurm prefix is not on this host" test -z "$(ls -A "${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$release" 2>/dev/null)"
 fi
-if ! "$here/cluster.sh" up --release "$release" --nodes 1 --topology dgx1v --select cons_tres --dir "$dir" >/dev/null; then
+# (Ports are derived from the directory: on a busy host another one may hold them; then the
+# next directory name.)
+for try in 2 3 ''; do
+  err=$("$here/cluster.sh" up --release "$release" --nodes 1 --topology dgx1v --select cons_tres --dir "$dir" 2>&1 >/dev/null) && break
+  if [ -n "$try" ] && grep -q 'are in use' <<<"$err"; then
+    echo "$kind $release: $err"
+    dir=${dir%-[0-9]}-$try conf=$dir/etc/slurm.conf
+    continue
+  fi
+  echo "$err"
   check "a stock cluster starts" false
   finish
-fi
+done
 eval "$("$here/cluster.sh" env --dir "$dir")"
 stock=$(sed -n 's/^PluginDir=//p' "$conf")
 echo "$kind $release: the site's stock plugin directory is $stock"

@@ -57,6 +57,7 @@ done
 echo "built in $(( $(date +%s) - t0 )) s"
 
 # --- 2. inspect ---------------------------------------------------------------------------
+no_runpath() { [ -f "$1" ] && ! readelf -d "$1" | grep -q RUNPATH; }
 for k in $kinds; do
   p=${pkg[${k}1]}
   x=$(mktemp -d)
@@ -73,9 +74,17 @@ for k in $kinds; do
         check "deb: ships /$f" grep -q " \./$f\$" <<<"$list"
       done
       dpkg-deb -R "$p" "$x"
+      check "deb: the plugin has no RUNPATH (to the build host's libslurmfull.so)" no_runpath "$x"/usr/lib/*/gputopo/select_gputopo_cons_tres.so
       check "deb: conffiles: gputopo.conf and /etc/default/gputopo" test "$(sort "$x/DEBIAN/conffiles" | tr '\n' ' ')" = "/etc/default/gputopo /etc/slurm/gputopo.conf "
       check "deb: triggers on the Slurm packages' plugin directories" grep -q '^interest-noawait /usr/lib/.*/slurm-wlm$' "$x/DEBIAN/triggers"
-      check "deb: nothing in it names the build's Slurm prefix (docs aside)" bash -c "! grep -rlIF '$cache/slurm-' '$x' --exclude-dir=doc" ;;
+      check "deb: nothing in it names the build's Slurm prefix (docs aside)" bash -c "! grep -rlIF '$cache/slurm-' '$x' --exclude-dir=doc"
+      if command -v lintian >/dev/null; then
+        lint=$(lintian --fail-on error,warning "$p" 2>&1); rc=$?
+        grep -v 'root privileges' <<<"$lint" | sed 's/^/  [lintian] /'
+        check "deb: lintian finds no error or warning" test "$rc" = 0
+      else
+        echo "skipped: deb: lintian (not installed)"
+      fi ;;
     rpm)
       check "rpm: rpm reads it" rpm -qp "$p"
       check "rpm: Release names the Slurm release" grep -q "\.slurm$release" <<<"$(rpm -qp --qf '%{RELEASE}' "$p")"
@@ -94,6 +103,7 @@ for k in $kinds; do
       check "rpm: %preun removes on erase only" grep -q 'maint.sh remove --final' <<<"$scripts"
       check "rpm: a file trigger on %{_libdir}/slurm refreshes" grep -q 'transfiletriggerin.* -- /usr/lib64/slurm' <<<"$scripts"
       rpm2archive - < "$p" | tar -xzf - -C "$x"
+      check "rpm: the plugin has no RUNPATH (to the build host's libslurmfull.so)" no_runpath "$x/usr/lib64/gputopo/select_gputopo_cons_tres.so"
       check "rpm: nothing in it names the build's Slurm prefix (docs aside)" bash -c "! grep -rlIF '$cache/slurm-' '$x' --exclude-dir=doc" ;;
   esac
   rm -rf "$x"
