@@ -121,7 +121,7 @@ slurm_confs() {
 try() {
   case $seen in *" $2 "*) return 1 ;; esac
   seen="$seen$2 "
-  if stock_ok "$2"; then found=$(resolved "$2"); return 0; fi
+  if stock_ok "$2"; then found=$(resolved "$2") found_where=$1; return 0; fi
   tried="$tried
   $2 ($1): $why"
   return 1
@@ -154,9 +154,10 @@ search() {
   return 1
 }
 
-# find_stock: prints the stock plugin directory; on failure says where it looked.
+# find_stock: prints the stock plugin directory (and sets found_where); on failure says where
+# it looked.
 find_stock() {
-  tried= seen=' ' found=
+  tried= seen=' ' found= found_where=
   if search; then
     echo "$found"
     return 0
@@ -202,10 +203,11 @@ build_farm() {
 cmd_configure() {
   upgrade= old=
   if [ "${1:-}" = --upgrade ]; then upgrade=1 old=${2:-}; fi
-  stock=$(find_stock) || exit 1
+  find_stock > /dev/null || exit 1
+  stock=$found
   build_farm "$stock"
   if [ -z "$upgrade" ]; then
-    say "Slurm $GPUTOPO_RELEASE plugin directory $pdir is ready (stock plugins from $stock)." \
+    say "Slurm $GPUTOPO_RELEASE plugin directory $pdir is ready (stock plugins from $stock, found as $found_where)." \
         "To use it set PluginDir=$pdir and SelectType=select/gputopo_cons_tres in slurm.conf on" \
         "every host (see /usr/share/doc/gputopo/deployment.md), then restart the Slurm daemons"
   else
@@ -259,6 +261,6 @@ case ${1:-} in
   configure) shift; cmd_configure "$@" ;;
   refresh) cmd_refresh ;;
   remove) shift; cmd_remove "$@" ;;
-  stock-dir) find_stock ;;
+  stock-dir) find_stock && say "found as $found_where" ;;
   *) echo "usage: maint.sh configure [--upgrade [OLD]] | refresh | remove [--final] | stock-dir" >&2; exit 2 ;;
 esac

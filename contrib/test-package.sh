@@ -3,12 +3,14 @@
 #
 #   contrib/test-package.sh 22.05.8|24.11.5 [deb] [rpm]     # default: both
 #
+# 0. contrib/test-pkg-maint.sh: the maintainer logic alone, case by case (seconds)
 # 1. builds the Debian package and the RPM (contrib/package.sh, --rpm), each twice (--revision 2:
 #    the "newer" package of the upgrade tests; cargo reuses the binaries, so it costs seconds)
 # 2. inspects them without installing: the control file (dpkg-deb -f, its Depends and
 #    Slurm-Release), the file lists (dpkg-deb -c, rpm -qlp), the RPM's dependencies, scriptlets,
 #    file triggers and %config(noreplace) files (rpm -qp --requires --scripts --filetriggers),
-#    and that no installed file names the build host's Slurm prefix
+#    that no installed file names the build host's Slurm prefix and the plugin has no RUNPATH,
+#    and lintian (errors and warnings fail; "skipped" when lintian is not installed)
 # 3. installs and uses each in its own scratch host (contrib/pkg-sandbox.sh: this host behind a
 #    copy-on-write layer in a private mount namespace; the host itself never gets the package):
 #    contrib/test-package-install.sh runs a GPU job through the installed files, upgrades,
@@ -36,6 +38,13 @@ finish() {
 [ "$(id -u)" = 0 ] || { echo "test-package.sh: run as root (mount namespaces, dpkg -i, rpm -i)" >&2; exit 1; }
 cache=${GPUTOPO_CACHE:-/var/cache/gputopo}
 t0=$(date +%s)
+
+# --- 0. the maintainer logic alone (slurm.conf parsing, discovery order, removal rules) -----
+out=$("$here/test-pkg-maint.sh" 2>&1)
+echo "$out"
+p=$(sed -n 's/^maint: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' <<<"$out")
+if [ -n "$p" ]; then passed=$((passed + ${p% *})) failed=$((failed + ${p#* }))
+elif ! grep -q '^skipped: maint.sh cases' <<<"$out"; then check "contrib/test-pkg-maint.sh ran to its end" false; fi
 
 # --- 1. build -----------------------------------------------------------------------------
 declare -A pkg
