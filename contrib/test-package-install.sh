@@ -30,12 +30,9 @@ release=${2:?} pkg1=${3:?} pkg2=${4:?}
 prefix=
 [ "${5:-}" = --other-prefix ] && prefix=${6:?--other-prefix needs a prefix}
 dir=${GPUTOPO_PKG_CLUSTER_DIR:-/tmp/gputopo-pkg}-$kind-$release
-passed=0 failed=0
-check() { # check WHAT CMD...: one assertion
-  local what=$1; shift
-  if "$@" >/dev/null 2>&1; then passed=$((passed + 1)); echo "ok     $kind $release: $what"
-  else failed=$((failed + 1)); echo "FAILED $kind $release: $what"; fi
-}
+check_prefix="$kind $release: "
+# shellcheck source=contrib/checks.sh
+. "$here/checks.sh"
 finish() {
   "$here/cluster.sh" down --dir "$dir" >/dev/null 2>&1 || true
   echo "$kind $release: $passed passed, $failed failed"

@@ -24,12 +24,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 release=${1:?usage: test-package.sh RELEASE [deb] [rpm]}
 shift
 kinds=${*:-deb rpm}
-passed=0 failed=0
-check() { # check WHAT CMD...: one assertion
-  local what=$1; shift
-  if "$@" >/dev/null 2>&1; then passed=$((passed + 1)); echo "ok     $what"
-  else failed=$((failed + 1)); echo "FAILED $what"; fi
-}
+check_prefix=""
+# shellcheck source=contrib/checks.sh
+. "$here/checks.sh"
 finish() {
   echo "package $release: $passed passed, $failed failed"
   [ "$failed" = 0 ]

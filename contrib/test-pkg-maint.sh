@@ -11,12 +11,9 @@ maint=$here/pkg-maint.sh
 release=22.05.8
 stock=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)/slurm-wlm
 other=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-24.11.5/lib/slurm
-passed=0 failed=0
-check() { # check WHAT CMD...: one assertion
-  local what=$1; shift
-  if "$@" >/dev/null 2>&1; then passed=$((passed + 1)); echo "ok     maint: $what"
-  else failed=$((failed + 1)); echo "FAILED maint: $what"; fi
-}
+check_prefix="maint: "
+# shellcheck source=contrib/checks.sh
+. "$here/checks.sh"
 if [ ! -f "$stock/select_cons_tres.so" ]; then
   echo "skipped: maint.sh cases (no Slurm $release in $stock)"
   exit 0
