@@ -18,7 +18,8 @@
 # Slurm release (its plugin_version, read with readelf) wins, in this order:
 #   1. GPUTOPO_STOCK_DIR, from the environment or the settings file (/etc/default/gputopo on
 #      Debian, /etc/sysconfig/gputopo on RPM systems); when set it is the only candidate;
-#   2. the one used last time (/var/lib/gputopo/stock-dir);
+#   2. the one used last time (/var/lib/gputopo/stock-dir), else the one the plugin directory
+#      links to now (an upgrade from a version that kept no state);
 #   3. where the distribution's Slurm packages put their plugins (the layout's
 #      GPUTOPO_STOCK_CANDIDATES: Debian's slurm-wlm, SchedMD's slurm-smd, the RPMs' %_libdir/slurm);
 #   4. the PluginDir= entries of slurm.conf ($SLURM_CONF, /etc/slurm/slurm.conf, ...);
@@ -135,6 +136,12 @@ search() {
     return
   fi
   if [ -f "$state" ] && try "last used, $state" "$(cat "$state")"; then return 0; fi
+  # What the plugin directory links to now (an upgrade from a gputopo that kept no state).
+  for _l in "$pdir"/*.so; do
+    [ -L "$_l" ] && [ "${_l##*/}" != priority_gputopo.so ] || continue
+    _t=$(readlink "$_l")
+    case $_t in /*) try "linked from $pdir" "$(dirname "$_t")" && return 0; break ;; esac
+  done
   for _d in $GPUTOPO_STOCK_CANDIDATES; do try "Slurm's packages" "$_d" && return 0; done
   for _c in $(slurm_confs); do
     for _d in $(conf_values PluginDir "$_c" | tr ':' ' '); do try "PluginDir of $_c" "$_d" && return 0; done

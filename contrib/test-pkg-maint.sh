@@ -66,6 +66,9 @@ check "  and remembers the stock directory" test "$(cat "$t/state/stock-dir")" =
 run "$maint" stock-dir
 check "the remembered directory comes first" test "$rc" = 0 -a "$out" = "$stock"
 check "  (found as last used)" grep -q "found as last used" <<<"$err"
+rm "$t/state/stock-dir"
+run "$maint" stock-dir
+check "without state, the directory the plugin directory links to comes first" grep -q "found as linked from $t/farm" <<<"$err"
 printf 'GPUTOPO_STOCK_DIR=%s\n' "$t/no-such-dir" > "$t/defaults"
 run "$maint" refresh
 check "refresh without a stock directory warns and succeeds (a trigger must not fail)" test "$rc" = 0
