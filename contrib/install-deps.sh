@@ -20,6 +20,9 @@ pkgs=(
   clang libclang-dev libmunge-dev libmariadb-dev build-essential dpkg-dev curl
   # Tools the scripts use.
   procps psmisc util-linux iproute2
+  # The packages (contrib/package.sh, contrib/test-package.sh): rpmbuild, rpm, rpm2archive;
+  # chrpath drops the build host's RUNPATH from the packaged plugin; lintian checks the .deb.
+  rpm chrpath lintian
 )
 
 if [ "$(id -u)" != 0 ]; then
