@@ -15,7 +15,11 @@
 # tree stays pristine for bindgen. A stamp file marks a finished install; later calls return at
 # once. configure finds mariadb_config (libmariadb-dev) by itself and then also builds the
 # accounting_storage/mysql plugin slurmdbd needs; --with-json (libjson-c-dev) builds serializer/json,
-# which SchedulerParameters=extra_constraints and `sbatch --extra` need. The build log is kept next to the install (build.log) for failures.
+# which SchedulerParameters=extra_constraints and `sbatch --extra` need. --with-nvml builds the
+# gpu/nvml plugin (gres.conf AutoDetect=nvml) against NVIDIA's header and the project's fake
+# libnvidia-ml (contrib/nvml-dev.sh, cached outside the checkout); slurmd loads NVML only on a
+# node whose gres.conf says AutoDetect=nvml, every other node keeps gpu/generic. The build log
+# is kept next to the install (build.log) for failures.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -40,7 +44,7 @@ esac
 prefix=$cache/slurm-$ver
 stamp=$prefix/.gputopo-installed
 # The stamp holds the build's options: a cached build made with other options is rebuilt.
-options="--disable-debug --enable-multiple-slurmd --with-munge --with-json=/usr"
+options="--disable-debug --enable-multiple-slurmd --with-munge --with-json=/usr --with-nvml=$("$here/nvml-dev.sh" --prefix)"
 built() { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$options" ]; }
 if built; then echo "$prefix"; exit 0; fi
 if [ "$ver" != 24.11.5 ]; then
@@ -61,6 +65,7 @@ flock 8
 if built; then echo "$prefix"; exit 0; fi
 
 src=$("$here/../slurm-headers/fetch-slurm.sh" "$ver")
+"$here/nvml-dev.sh" >/dev/null || { echo "slurm-install.sh: contrib/nvml-dev.sh failed" >&2; exit 1; }
 build=$cache/build/slurm-$ver
 rm -rf "$build" "$prefix"
 mkdir -p "$cache/build" "$prefix"
@@ -77,11 +82,14 @@ fail() { echo "slurm-install.sh: $1 failed; last lines of $log:" >&2; tail -n 30
   fail configure
 grep -q '^#define MULTIPLE_SLURMD 1' "$build/config.h" || fail "configure --enable-multiple-slurmd"
 grep -q '^#define HAVE_JSON_C 1\|^#define HAVE_JSON 1' "$build/config.h" || fail "configure --with-json (libjson-c-dev missing?)"
+grep -q '^#define HAVE_NVML 1' "$build/config.h" || fail "configure --with-nvml"
+grep -q '^#define HAVE_MIG_SUPPORT 1' "$build/config.h" || fail "configure --with-nvml (no MIG support)"
 make -C "$build" -j"$(nproc)" >>"$log" 2>&1 || fail make
 make -C "$build" install >>"$log" 2>&1 || fail "make install"
 "$prefix/sbin/slurmctld" -V | grep -q "slurm $ver" || fail "version check"
 # serializer/json: needed by SchedulerParameters=extra_constraints and --extra.
 [ -f "$prefix/lib/slurm/serializer_json.so" ] || fail "serializer/json plugin"
+[ -f "$prefix/lib/slurm/gpu_nvml.so" ] || fail "gpu/nvml plugin"
 rm -rf "$build"
 echo "built in $(( $(date +%s) - start )) s" >> "$log"
 echo "$options" > "$stamp"

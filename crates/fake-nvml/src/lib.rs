@@ -15,12 +15,15 @@
 //! under `catch_unwind` and answers `NVML_ERROR_UNKNOWN` (999) instead of unwinding into C.
 
 mod capability;
+mod clocks;
 mod events;
 mod fabric;
 pub mod fixture;
 mod health;
+mod mig;
 mod telemetry;
 mod topology;
+pub mod tree;
 
 use fixture::{FakeGpu, FakeNode};
 use nvml_wrapper_sys::bindings::{
@@ -193,6 +196,14 @@ pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
     })
 }
 
+/// `nvmlInit`, NVML's first entry point, which newer headers map to `nvmlInit_v2`: Slurm's
+/// `configure` checks for it by name (`AC_CHECK_LIB([nvidia-ml], [nvmlInit])`), as do other
+/// builds that probe for libnvidia-ml.
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlInit() -> nvmlReturn_t {
+    nvmlInit_v2()
+}
+
 /// `nvmlInitWithFlags` (flags ignored).
 #[unsafe(no_mangle)]
 pub extern "C" fn nvmlInitWithFlags(_flags: c_uint) -> nvmlReturn_t {
@@ -308,8 +319,14 @@ pub unsafe extern "C" fn nvmlDeviceGetUUID(
     uuid: *mut c_char,
     length: c_uint,
 ) -> nvmlReturn_t {
-    // SAFETY: forwarded caller guarantee.
-    guard(|| unsafe { put_str(uuid, length, &device_of(device, "nvmlDeviceGetUUID")?.uuid) })
+    guard(|| {
+        let text = match mig::mig_at(device, "nvmlDeviceGetUUID") {
+            Some(r) => &r?.1.uuid,
+            None => &device_of(device, "nvmlDeviceGetUUID")?.uuid,
+        };
+        // SAFETY: forwarded caller guarantee.
+        unsafe { put_str(uuid, length, text) }
+    })
 }
 
 /// `nvmlDeviceGetName`.
@@ -322,8 +339,14 @@ pub unsafe extern "C" fn nvmlDeviceGetName(
     name: *mut c_char,
     length: c_uint,
 ) -> nvmlReturn_t {
-    // SAFETY: forwarded caller guarantee.
-    guard(|| unsafe { put_str(name, length, &device_of(device, "nvmlDeviceGetName")?.name) })
+    guard(|| {
+        let text = match mig::mig_at(device, "nvmlDeviceGetName") {
+            Some(r) => r.map(|(g, m)| mig::mig_name(g, m))?,
+            None => device_of(device, "nvmlDeviceGetName")?.name.clone(),
+        };
+        // SAFETY: forwarded caller guarantee.
+        unsafe { put_str(name, length, &text) }
+    })
 }
 
 /// `nvmlDeviceGetIndex`.
