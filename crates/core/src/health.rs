@@ -86,8 +86,13 @@ pub enum Reason {
     NvmlUnavailable,
     /// NVML reports that the NVIDIA driver is not loaded: `driver_not_loaded`.
     DriverNotLoaded,
-    /// A GPU listed in gres.conf has no NVML device with its minor number: `not_in_nvml`.
+    /// A GPU Slurm has (gres.conf, or Slurm's own detection) that NVML, answering, does not
+    /// list: it left the bus (`not_in_nvml`, faulty: a missing GPU must never be handed out).
     NotInNvml,
+    /// NVML cannot start (driver not loaded, init failed) although the GPU's device file is
+    /// there: the driver lost the GPUs (`gpu_unreachable`, faulty). A node without the NVML
+    /// library at all stays `nvml_unavailable` (unknown): nothing is known of its GPUs.
+    GpuUnreachable,
     /// One NVML query failed, so its evidence is missing: `query_failed:<query>`.
     QueryFailed(Cow<'static, str>),
     /// A telemetry signal held by the hysteresis (`telemetry`): its token, degraded.
@@ -103,6 +108,8 @@ impl Reason {
             Reason::EccUncorrectable
             | Reason::RowRemapFailure
             | Reason::GpuLost
+            | Reason::NotInNvml
+            | Reason::GpuUnreachable
             | Reason::Xid(_) => Status::Faulty,
             Reason::EccCorrectable
             | Reason::RetiredPagesPending
@@ -112,7 +119,6 @@ impl Reason {
             Reason::NvmlTimeout
             | Reason::NvmlUnavailable
             | Reason::DriverNotLoaded
-            | Reason::NotInNvml
             | Reason::QueryFailed(_)
             | Reason::Other(_) => Status::Unknown,
         }
@@ -131,6 +137,7 @@ impl Reason {
             Reason::NvmlUnavailable => "nvml_unavailable",
             Reason::DriverNotLoaded => "driver_not_loaded",
             Reason::NotInNvml => "not_in_nvml",
+            Reason::GpuUnreachable => "gpu_unreachable",
             Reason::Sustained(g) => g.token(),
             Reason::Xid(n) => return Cow::Owned(format!("xid_{n}")),
             Reason::XidOther(n) => return Cow::Owned(format!("xid_other_{n}")),
@@ -152,6 +159,7 @@ impl Reason {
             "nvml_unavailable" => Reason::NvmlUnavailable,
             "driver_not_loaded" => Reason::DriverNotLoaded,
             "not_in_nvml" => Reason::NotInNvml,
+            "gpu_unreachable" => Reason::GpuUnreachable,
             _ => {
                 if let Some(g) = telemetry::Signal::from_token(s) {
                     Reason::Sustained(g)
@@ -276,6 +284,7 @@ mod tests {
             Reason::NvmlUnavailable,
             Reason::DriverNotLoaded,
             Reason::NotInNvml,
+            Reason::GpuUnreachable,
             Reason::QueryFailed("ecc_mode".into()),
             Reason::Sustained(telemetry::Signal::PcieDegraded),
             Reason::Other("new_thing".into()),

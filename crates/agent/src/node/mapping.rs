@@ -14,7 +14,7 @@
 //! one minor, a gres.conf or fake_gpus.conf that cannot be read) the mapping is an error and
 //! the agent refuses to publish. NVML devices whose minor is unreadable fill the Slurm GPUs no
 //! device claimed only where that cannot name the wrong GPU (see [`assign`]); a Slurm GPU
-//! without a device is reported `unknown` / `not_in_nvml`.
+//! without a device is reported `faulty` / `not_in_nvml` (it left the bus).
 
 use gputopo_core::identity::{self, Record, gres_conf};
 use gputopo_core::topology::gres_conf_parse::minor_of;
@@ -226,6 +226,12 @@ pub fn assign(
         }
     }
     Ok(owners)
+}
+
+/// True when `path` is a character device (a GPU's device file the driver made).
+pub fn is_device(path: &str) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|md| md.file_type().is_char_device())
 }
 
 /// The minor of device file `path`: the character device's own when it exists, else the

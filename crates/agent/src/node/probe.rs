@@ -75,6 +75,9 @@ pub struct GpuReading {
 pub struct NodeReading {
     /// Node-level failure: NVML unavailable, driver not loaded, init timed out (with detail).
     pub failure: Option<(Reason, String)>,
+    /// NVML failed to start because there is no library to load: nothing is known about the
+    /// GPUs, unlike a driver that is not loaded or an init that fails (the GPUs are gone).
+    pub library_missing: bool,
     /// GPUs in NVML order.
     pub gpus: Vec<GpuReading>,
     /// `n`×`n` PCIe levels in NVML order; `None` where unknown.
@@ -139,7 +142,15 @@ pub fn read(req: &Request) -> NodeReading {
                 "nvmlInit did not return in time".into(),
             );
         }
-        Ok(Err(e)) => return failed(init_reason(&e), e.to_string()),
+        Ok(Err(e)) => {
+            return NodeReading {
+                library_missing: matches!(
+                    e,
+                    NvmlError::LibloadingError(_) | NvmlError::LibraryNotFound
+                ),
+                ..failed(init_reason(&e), e.to_string())
+            };
+        }
         Ok(Ok((nvml, Ok(n)))) => (nvml, n as usize),
         Ok(Ok((_, Err(e)))) => {
             return failed(Reason::NvmlUnavailable, format!("nvmlDeviceGetCount: {e}"));
@@ -207,6 +218,7 @@ pub fn read(req: &Request) -> NodeReading {
     }
     NodeReading {
         failure: None,
+        library_missing: false,
         gpus,
         pcie,
     }

@@ -100,15 +100,27 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
         let gpus = slots
             .iter()
             .enumerate()
-            .map(|(i, slot)| SlurmGpu {
-                nvml: None,
-                minor: slot.minor,
-                ident: Identity::default(),
-                verdict: GpuHealth {
-                    device: Device::new(slot.minor, None),
-                    ..GpuHealth::from_reasons(i, vec![r.clone()])
-                },
-                warm: false,
+            .map(|(i, slot)| {
+                // NVML cannot start, yet the GPU's device file is there: the driver lost the
+                // GPU (faulty). Without the library, or without a device file, nothing is
+                // known (unknown). A hung init stays unknown too: it may pass.
+                let present = !reading.library_missing
+                    && *r != Reason::NvmlTimeout
+                    && slot.file.as_deref().is_some_and(mapping::is_device);
+                let mut reasons = vec![r.clone()];
+                if present {
+                    reasons.insert(0, Reason::GpuUnreachable);
+                }
+                SlurmGpu {
+                    nvml: None,
+                    minor: slot.minor,
+                    ident: Identity::default(),
+                    verdict: GpuHealth {
+                        device: Device::new(slot.minor, None),
+                        ..GpuHealth::from_reasons(i, reasons)
+                    },
+                    warm: false,
+                }
             })
             .collect();
         return NodeReport {
