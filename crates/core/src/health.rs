@@ -11,6 +11,7 @@
 //! beat missing data; missing data beats "merely degraded").
 
 pub mod extra;
+pub mod kernel_xid;
 mod policy;
 pub mod sticky;
 pub mod telemetry;

@@ -13,6 +13,7 @@
 
 pub mod gres_conf;
 pub mod health;
+pub mod kernel_log;
 pub mod mapping;
 mod nvml_raw;
 pub mod probe;
