@@ -222,6 +222,7 @@ cmd_restart() {
   else
     SBIN=$GPUTOPO_SLURM_SBIN nvml=${GPUTOPO_CLUSTER_NVML:-}
     [ -z "${FAKE_NVML_LIB:-}" ] || export FAKE_NVML_LIB
+    [ -z "${FAKE_NVML_TREE:-}" ] || export FAKE_NVML_TREE
     start_slurmd "$what" || die "slurmd -N $what did not start"
   fi
   log "restarted $what"
@@ -443,6 +444,7 @@ GPUTOPO_CLUSTER_PORT=$port_base
 GPUTOPO_CLUSTER_BACKUP=$backup
 GPUTOPO_CLUSTER_NVML=$nvml
 FAKE_NVML_LIB=${FAKE_NVML_LIB:-}
+FAKE_NVML_TREE=${FAKE_NVML_TREE:-}
 EOE
   start_munged
   export SLURM_CONF=$dir/etc/slurm.conf PATH="$BIN:$SBIN:$PATH"

@@ -52,6 +52,28 @@ pub(super) fn fake_lib() -> PathBuf {
     target_file("FAKE_NVML_LIB", &["libfake_nvml.so"]).expect("libfake_nvml.so after building it")
 }
 
+/// The fake NVML's driver-tree writer (`FAKE_NVML_TREE`, else `fake-nvml-tree` next to
+/// [`fake_lib`], built by cargo when missing): contrib/nvml-node.sh needs both.
+pub(super) fn fake_tree() -> PathBuf {
+    if let Some(p) = target_file("FAKE_NVML_TREE", &["fake-nvml-tree"]) {
+        return p;
+    }
+    let lib = fake_lib();
+    let beside = lib.with_file_name("fake-nvml-tree");
+    if !beside.is_file() {
+        let target = lib.ancestors().nth(2).expect("target dir").to_path_buf();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo)
+            .args(["build", "-p", "fake-nvml"])
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(repo())
+            .status()
+            .expect("cargo build -p fake-nvml");
+        assert!(st.success(), "cargo build -p fake-nvml failed");
+    }
+    beside
+}
+
 /// Scratch files of one test: the wrapper, the per-node fixtures, the run log.
 pub(super) struct Rig {
     dir: PathBuf,
@@ -84,6 +106,12 @@ impl Rig {
         // slurmd runs the wrapper as root; make the path traversable.
         let _ = Command::new("chmod").args(["755"]).arg(&dir).status();
         Rig { dir }
+    }
+
+    /// The fixture file `node`'s agent reads (a copy; a test may overwrite it to change what
+    /// the node's NVML says from now on).
+    pub(super) fn fixture(&self, node: &str) -> PathBuf {
+        self.dir.join("fx").join(format!("{node}.fx"))
     }
 
     pub(super) fn wrapper(&self) -> PathBuf {

@@ -6,7 +6,7 @@
 //!     [FabricCluster=<32 hex digits> FabricClique=N]   (multi-node NVLink fabric, every GPU)
 //! Gpu Index=5 Uuid=GPU-... BusId=00000000:86:00.0 Minor=5 Socket=1 Cores=20-39 Name="Tesla V100"
 //!     Ecc=on|off|unsupported EccUncVol=2 EccUncAgg=7 EccCorVol=0 EccCorAgg=0
-//!     RetiredPending=yes RetiredDbe=0x1f000,0x2f000 RetiredSbe=
+//!     RetiredPending=yes|unsupported RetiredDbe=0x1f000,0x2f000 RetiredSbe=
 //!     Remap=corr,unc,pending,failure | Remap=unsupported
 //!     Lost=yes | LostAfter=N (calls on this GPU succeed N times, then GPU_IS_LOST)
 //!     HangMs=N [HangCall=nvmlDeviceGetEccMode] (that call sleeps N ms)
@@ -71,6 +71,9 @@ pub struct FakeGpu {
     pub ecc_counts: [[u64; 2]; 2],
     /// Pages pending retirement.
     pub retired_pending: bool,
+    /// Page retirement is supported (`RetiredPending=unsupported`: not, as on boards with row
+    /// remapping, Ampere and later, where NVML answers NOT_SUPPORTED and nvidia-smi N/A).
+    pub retired_supported: bool,
     /// Retired page addresses: `[cause]`, cause 0 = multiple SBE, 1 = DBE.
     pub retired: [Vec<u64>; 2],
     /// Row remapping (corr, unc, pending, failure); `None` = not supported.
@@ -113,6 +116,7 @@ impl FakeGpu {
             ecc: Some(true),
             ecc_counts: [[0; 2]; 2],
             retired_pending: false,
+            retired_supported: true,
             retired: [Vec::new(), Vec::new()],
             remap: Some([0; 4]),
             lost: false,
@@ -290,7 +294,13 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                 ] {
                     g.ecc_counts[t][c] = num(line, rest, key)?.unwrap_or(g.ecc_counts[t][c]);
                 }
-                g.retired_pending = flag(line, rest, "RetiredPending")?.unwrap_or(false);
+                if get(rest, "RetiredPending")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("unsupported"))
+                {
+                    g.retired_supported = false;
+                } else {
+                    g.retired_pending = flag(line, rest, "RetiredPending")?.unwrap_or(false);
+                }
                 for (key, cause) in [("RetiredSbe", 0), ("RetiredDbe", 1)] {
                     if let Some(v) = get(rest, key) {
                         g.retired[cause] = hex_list(v).map_err(|m| e(key, m))?;

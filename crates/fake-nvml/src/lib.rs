@@ -21,6 +21,7 @@ mod fabric;
 pub mod fixture;
 mod health;
 mod mig;
+pub mod smi;
 mod telemetry;
 mod topology;
 pub mod tree;

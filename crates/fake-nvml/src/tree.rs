@@ -76,7 +76,9 @@ pub fn write(node: &FakeNode, dir: &Path) -> Result<(), String> {
     };
     let mut devs = format!("nvidiactl {NVIDIA_MAJOR} 255\n");
     let max_minor = node.gpus.iter().map(|g| g.minor + 1).max().unwrap_or(0);
-    for g in node.gpus.iter().filter(|g| !g.lost) {
+    // A lost GPU (fallen off the bus) stays registered with the driver: its /proc entry and
+    // device file remain while NVML answers GPU_IS_LOST.
+    for g in &node.gpus {
         let bus = sysfs_bus(&g.bus_id);
         let info = format!(
             "Model: \t\t {}\nIRQ:   \t\t 0\nGPU UUID: \t {}\nVideo BIOS: \t 00.00.00.00.00\nBus Type: \t PCIe\n\
@@ -163,11 +165,11 @@ mod tests {
         let devs = std::fs::read_to_string(dir.join("dev.list")).unwrap();
         assert_eq!(
             devs,
-            "nvidiactl 195 255\nnvidia0 195 0\nnvidia-caps/nvidia-cap12 234 12\nnvidia-caps/nvidia-cap13 234 13\n"
+            "nvidiactl 195 255\nnvidia0 195 0\nnvidia-caps/nvidia-cap12 234 12\nnvidia-caps/nvidia-cap13 234 13\nnvidia1 195 1\n"
         );
         assert!(
-            !dir.join("proc/nvidia/gpus/0000:11:00.0").exists(),
-            "a lost GPU left the bus"
+            dir.join("proc/nvidia/gpus/0000:11:00.0").exists(),
+            "the driver keeps a lost GPU"
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -228,6 +228,31 @@ pub fn assign(
     Ok(owners)
 }
 
+/// The GPUs the driver registered, from `<root>/nvidia/gpus/<bus>/information` (`root` is
+/// `/proc/driver`): (bus id as the driver writes it, device minor), in PCI bus order, which
+/// is NVML's enumeration order. The driver keeps a GPU here after it falls off the bus, when
+/// NVML can no longer say which device it was.
+pub fn driver_gpus(root: &Path) -> Vec<(String, u32)> {
+    let Ok(dir) = std::fs::read_dir(root.join("nvidia/gpus")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, u32)> = dir
+        .flatten()
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.path().join("information")).ok()?;
+            let minor = text
+                .lines()
+                .find_map(|l| l.strip_prefix("Device Minor:"))?
+                .trim()
+                .parse()
+                .ok()?;
+            Some((e.file_name().to_string_lossy().to_lowercase(), minor))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
 /// True when `path` is a character device (a GPU's device file the driver made).
 pub fn is_device(path: &str) -> bool {
     use std::os::unix::fs::FileTypeExt;

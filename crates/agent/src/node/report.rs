@@ -13,6 +13,7 @@ use gputopo_core::health::sticky::{StickyPolicy, XidMemory};
 use gputopo_core::health::telemetry;
 use gputopo_core::health::{Device, GpuHealth, NodeHealth, Reading, Reason, Status, judge};
 use gputopo_core::topology::{Gpu, NodeTopology, PcieLevel};
+use std::path::Path;
 use std::time::Duration;
 
 /// Exit code: every GPU read, none faulty.
@@ -337,7 +338,8 @@ fn devices(r: &NodeReading) -> Vec<mapping::Device> {
         .iter()
         .map(|g| g.ident.bus_id.as_deref().map(norm_bus))
         .collect();
-    r.gpus
+    let mut devs = r
+        .gpus
         .iter()
         .map(|g| mapping::Device {
             lost: g.evidence.lost,
@@ -356,7 +358,26 @@ fn devices(r: &NodeReading) -> Vec<mapping::Device> {
                     .collect()
             }),
         })
-        .collect()
+        .collect::<Vec<_>>();
+    fill_lost_minors(&mut devs, &mapping::driver_gpus(Path::new("/proc/driver")));
+    devs
+}
+
+/// A lost GPU answers NVML nothing, not even its minor, so Slurm's GPU for it (detected while
+/// it still answered) would have no device and the order built from NVML one GPU too few. The
+/// driver still lists it (`/proc/driver/nvidia/gpus`, in NVML's PCI bus order): when it lists
+/// exactly as many GPUs as NVML counts, NVML device i is its i-th, and a lost one takes that
+/// minor.
+fn fill_lost_minors(devs: &mut [mapping::Device], driver: &[(String, u32)]) {
+    if driver.len() != devs.len() {
+        return;
+    }
+    let used: Vec<u32> = devs.iter().filter_map(|d| d.minor).collect();
+    for (d, (_, minor)) in devs.iter_mut().zip(driver) {
+        if d.lost && d.minor.is_none() && !used.contains(minor) {
+            d.minor = Some(*minor);
+        }
+    }
 }
 
 impl NodeReport {
