@@ -35,7 +35,11 @@ ln -s "$lib" "$scratch/lib/libnvidia-ml.so"
 ln -s "$lib" "$scratch/lib/libnvidia-ml.so.1"
 "$tree_bin" "$fixture" "$scratch/tree" || die "fake-nvml-tree $fixture failed"
 
+# Slurm maps NVML's CPU affinity onto the CPUs the host has; an emulated node's fixture names
+# CPUs this host may not have (Slurm then gives the GPU no cores, and GPU jobs no longer fit), so
+# the fake reports every GPU near all of the host's CPUs (FAKE_NVML_CPUS; Cores= are not emulated).
 export FAKE_NVML_FIXTURE=$fixture LD_LIBRARY_PATH=$scratch/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export FAKE_NVML_CPUS=${FAKE_NVML_CPUS:-$(nproc --all)}
 exec unshare -m --propagation private -- bash -euc '
   s=$1; shift
   mount -t tmpfs -o mode=755 gputopo-nvml "$s/ovl"

@@ -410,13 +410,20 @@ pub unsafe extern "C" fn nvmlDeviceGetCpuAffinity(
 ) -> nvmlReturn_t {
     guard(|| {
         let g = device_of(device, "nvmlDeviceGetCpuAffinity")?;
-        if g.cores.is_empty() {
+        // FAKE_NVML_CPUS=N: every GPU is near CPUs 0..N-1, the host's own (contrib/nvml-node.sh
+        // sets it for slurmd, which maps the affinity onto the CPUs the host really has).
+        let host: Option<Vec<u32>> = std::env::var("FAKE_NVML_CPUS")
+            .ok()
+            .and_then(|n| n.parse::<u32>().ok())
+            .map(|n| (0..n.min(4096)).collect());
+        let cores = host.as_ref().unwrap_or(&g.cores);
+        if cores.is_empty() {
             return Err(NOT_SUPPORTED);
         }
         let bits = c_ulong::BITS as usize;
         for w in 0..size as usize {
             let mut word: c_ulong = 0;
-            for &c in &g.cores {
+            for &c in cores {
                 if c as usize / bits == w {
                     word |= 1 << (c as usize % bits);
                 }
