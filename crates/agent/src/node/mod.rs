@@ -19,6 +19,7 @@ mod nvml_raw;
 pub mod probe;
 pub mod publish;
 pub mod report;
+pub mod serve;
 pub mod settings;
 pub mod topology;
 pub mod xid_state;

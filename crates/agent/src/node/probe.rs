@@ -111,7 +111,17 @@ pub struct Request {
     pub xid_wait: Duration,
     /// Also read NVLinks and PCIe levels.
     pub topology: bool,
+    /// Service mode: stop waiting for XIDs shortly after the first one arrives (so it is
+    /// published at once), and keep one NVML handle for the life of the process.
+    pub listen: bool,
 }
+
+/// How long the XID wait goes on after its first event in service mode (a burst of XIDs
+/// arrives together).
+const BURST: Duration = Duration::from_millis(200);
+
+/// The NVML handle a service keeps between checks (leaked on purpose, as every handle here).
+static KEPT: std::sync::Mutex<Option<(OsString, &'static Nvml)>> = std::sync::Mutex::new(None);
 
 enum Msg {
     Ident(usize, Identity),
@@ -126,10 +136,33 @@ pub fn read(req: &Request) -> NodeReading {
     let deadline = Instant::now() + req.timeout;
     let (tx, rx) = mpsc::channel();
     let lib = req.library.clone();
+    let kept = req
+        .listen
+        .then(|| KEPT.lock().ok().and_then(|k| k.clone()))
+        .flatten()
+        .filter(|(l, _)| *l == lib)
+        .map(|(_, n)| n);
+    let listen = req.listen;
     std::thread::spawn(move || {
-        let r = Nvml::builder().lib_path(&lib).init().map(|nvml| {
-            let nvml: &'static Nvml = Box::leak(Box::new(nvml));
+        let r = match kept {
+            Some(nvml) => Ok(nvml),
+            None => Nvml::builder()
+                .lib_path(&lib)
+                .init()
+                .map(|nvml| &*Box::leak(Box::new(nvml))),
+        }
+        .map(|nvml: &'static Nvml| {
             let count = nvml.device_count();
+            if listen && count.is_ok() {
+                if let Ok(mut k) = KEPT.lock() {
+                    *k = Some((lib.clone(), nvml));
+                }
+            } else if listen {
+                // A handle that no longer counts devices (driver reloaded) is not reused.
+                if let Ok(mut k) = KEPT.lock() {
+                    *k = None;
+                }
+            }
             (nvml, count)
         });
         let _ = tx.send(r);
@@ -168,7 +201,7 @@ pub fn read(req: &Request) -> NodeReading {
         let tx = tx.clone();
         let w = req.xid_wait;
         std::thread::spawn(move || {
-            let _ = tx.send(Msg::Xids(read_xids(nvml, count, w)));
+            let _ = tx.send(Msg::Xids(read_xids(nvml, count, w, listen)));
         });
     }
     if req.topology {
@@ -382,7 +415,12 @@ fn active_links(dev: &Device<'_>) -> Result<Vec<u32>, NvmlError> {
     Ok(out)
 }
 
-fn read_xids(nvml: &'static Nvml, n: usize, wait: Duration) -> Vec<(Reading<Vec<u32>>, bool)> {
+fn read_xids(
+    nvml: &'static Nvml,
+    n: usize,
+    wait: Duration,
+    listen: bool,
+) -> Vec<(Reading<Vec<u32>>, bool)> {
     let mut out: Vec<(Reading<Vec<u32>>, bool)> =
         (0..n).map(|_| (Reading::NotSupported, false)).collect();
     let Ok(mut set) = nvml.create_event_set() else {
@@ -433,7 +471,7 @@ fn read_xids(nvml: &'static Nvml, n: usize, wait: Duration) -> Vec<(Reading<Vec<
             }
         }
     }
-    let end = Instant::now() + wait;
+    let mut end = Instant::now() + wait;
     loop {
         let left = end.saturating_duration_since(Instant::now()).as_millis() as u32;
         match set.wait(left) {
@@ -443,6 +481,9 @@ fn read_xids(nvml: &'static Nvml, n: usize, wait: Duration) -> Vec<(Reading<Vec<
                 };
                 if let Some((Reading::Value(v), _)) = out.get_mut(i as usize) {
                     v.push(x as u32);
+                }
+                if listen {
+                    end = end.min(Instant::now() + BURST);
                 }
             }
             Err(_) => break,

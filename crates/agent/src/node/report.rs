@@ -80,6 +80,7 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
         timeout: Duration::from_millis(a.nvml_timeout_ms),
         xid_wait: Duration::from_millis(a.xid_wait_ms),
         topology,
+        listen: s.listen,
     });
     let mut notes = Vec::new();
     apply_memory(s, &mut reading, remember, &mut notes);
