@@ -14,7 +14,7 @@
 //! 2-CPU test host they are not the fixture's (docs/agent.md), so they are not compared.
 
 use super::agent::{Rig, fake_lib, fake_tree, health};
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, release, repo, select};
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, field, release, repo, select};
 use gputopo_core::health::Status;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -53,11 +53,7 @@ fn start(test: &str, fixture: &str, topology: &str, gres: &str) -> Option<(Rig, 
         topology: topology.into(),
         gres_conf: Some(("AutoDetect=nvml\n".into(), gres.into())),
         nvml: Some(format!("n1={}", rig.fixture("n1").display())),
-        gputopo_conf: Some(format!(
-            "NvmlLibrary={}\nXidWaitMs=50\nNvmlTimeoutMs=5000\nPublishTimeoutSec=20\nStateDir={}\nKernelLog=none\n",
-            fake_lib().display(),
-            rig.state_dir().display()
-        )),
+        gputopo_conf: Some(rig.conf("KernelLog=none\n")),
         health_program: Some(rig.wrapper()),
         health_interval: 5,
         ..Opts::default()
@@ -94,17 +90,14 @@ fn detected(c: &Cluster, rig: &Rig) -> (Vec<(String, String, String)>, String) {
     let gpus = text
         .lines()
         .filter(|l| l.contains("Gres Name=gpu "))
-        .map(|l| {
-            let f = |k: &str| {
-                l.split_whitespace()
-                    .find_map(|w| w.strip_prefix(k))
-                    .unwrap_or("")
-                    .to_string()
-            };
-            (f("File="), f("Links="), f("Type="))
-        })
+        .map(|l| (word(l, "File"), word(l, "Links"), word(l, "Type")))
         .collect();
     (gpus, text)
+}
+
+/// `KEY=` of a `slurmd -G` or gres.conf line, empty when absent.
+fn word(line: &str, key: &str) -> String {
+    field(line, key).unwrap_or("").to_string()
 }
 
 /// The absolute path of a Slurm program on the cluster's PATH.
@@ -119,15 +112,7 @@ fn agent_gres(c: &Cluster, rig: &Rig) -> Vec<(String, String)> {
     on_node(c, rig, &[&bin, "gres-conf", "--node", "n1"])
         .lines()
         .filter(|l| l.starts_with("NodeName=n1 "))
-        .map(|l| {
-            let f = |k: &str| {
-                l.split_whitespace()
-                    .find_map(|w| w.strip_prefix(k))
-                    .unwrap_or("")
-                    .to_string()
-            };
-            (f("File="), f("Links="))
-        })
+        .map(|l| (word(l, "File"), word(l, "Links")))
         .collect()
 }
 
@@ -157,6 +142,25 @@ fn files(n: usize, minor: impl Fn(usize) -> usize) -> Vec<String> {
     (0..n).map(|i| format!("/dev/nvidia{}", minor(i))).collect()
 }
 
+/// Slurm's detected GPUs on n1 (`slurmd -G`), asserting their files are `want` in order; with
+/// the `slurmd -G` text for messages.
+fn detected_in_order(
+    c: &Cluster,
+    rig: &Rig,
+    want: &[String],
+) -> (Vec<(String, String, String)>, String) {
+    let (gpus, text) = detected(c, rig);
+    let got: Vec<String> = gpus.iter().map(|g| g.0.clone()).collect();
+    assert_eq!(got, want, "Slurm's order (slurmd -G):\n{text}");
+    (gpus, text)
+}
+
+/// `gputopo gres-conf` on n1 writes exactly Slurm's detected files and links.
+fn assert_gres_conf_agrees(c: &Cluster, rig: &Rig, gpus: &[(String, String, String)]) {
+    let slurm: Vec<(String, String)> = gpus.iter().map(|g| (g.0.clone(), g.1.clone())).collect();
+    assert_eq!(agent_gres(c, rig), slurm, "gputopo gres-conf vs slurmd -G");
+}
+
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn dgx1v_detected_by_slurm_gets_health_and_best_pairs() {
@@ -168,20 +172,12 @@ fn dgx1v_detected_by_slurm_gets_health_and_best_pairs() {
     ) else {
         return;
     };
-    let (gpus, text) = detected(&c, &rig);
-    assert_eq!(
-        gpus.iter().map(|g| g.0.clone()).collect::<Vec<_>>(),
-        files(8, |i| i),
-        "slurmd -G:\n{text}"
-    );
+    let (gpus, text) = detected_in_order(&c, &rig, &files(8, |i| i));
     // The cube mesh of the fixture (NVML's link counts, -1 at the NVML index).
     assert_eq!(gpus[0].1, "-1,1,1,2,2,0,0,0", "{text}");
     assert_eq!(gpus[7].1, "0,0,0,1,2,1,2,-1", "{text}");
     assert!(gpus.iter().all(|g| g.2 == "tesla_v100-sxm2-32gb"), "{text}");
-    // gputopo gres-conf on the node writes what Slurm detected.
-    let mine = agent_gres(&c, &rig);
-    let slurm: Vec<(String, String)> = gpus.iter().map(|g| (g.0.clone(), g.1.clone())).collect();
-    assert_eq!(mine, slurm, "gputopo gres-conf vs slurmd -G");
+    assert_gres_conf_agrees(&c, &rig, &gpus);
 
     // Under the running slurmd, GPU 5 gets an uncorrectable ECC error and GPU 6 falls off the
     // bus (NVML answers GPU_IS_LOST; the driver still lists it).
@@ -231,12 +227,7 @@ fn nvswitch_board_detected_by_slurm_publishes_nv18() {
     ) else {
         return;
     };
-    let (gpus, text) = detected(&c, &rig);
-    assert_eq!(
-        gpus.iter().map(|g| g.0.clone()).collect::<Vec<_>>(),
-        files(8, |i| i),
-        "slurmd -G:\n{text}"
-    );
+    let (gpus, text) = detected_in_order(&c, &rig, &files(8, |i| i));
     // Slurm counts only GPU-to-GPU links: behind NVSwitches it sees none.
     for (i, g) in gpus.iter().enumerate() {
         let want: Vec<&str> = (0..8).map(|j| if i == j { "-1" } else { "0" }).collect();
@@ -267,32 +258,12 @@ fn pcie_box_in_nvml_order_gets_health_on_the_right_device() {
     let Some((rig, c)) = start("ad-pcie", "pcie8-ecc5", "pcie8", "gpu:nvidia_l40s:8") else {
         return;
     };
-    let (gpus, text) = detected(&c, &rig);
-    assert_eq!(
-        gpus.iter().map(|g| g.0.clone()).collect::<Vec<_>>(),
-        files(8, |i| 7 - i),
-        "Slurm numbers in NVML order:\n{text}"
-    );
-    let mine = agent_gres(&c, &rig);
-    let slurm: Vec<(String, String)> = gpus.iter().map(|g| (g.0.clone(), g.1.clone())).collect();
-    assert_eq!(mine, slurm, "gputopo gres-conf vs slurmd -G");
+    // Slurm numbers them in NVML order.
+    let (gpus, _) = detected_in_order(&c, &rig, &files(8, |i| 7 - i));
+    assert_gres_conf_agrees(&c, &rig, &gpus);
     let h = wait_faulty(&c, &[2]);
     assert_eq!(h.gpus[2].device.minor, Some(5), "{h:?}");
-    let job = c.sbatch(&["--gres=gpu:7", "-w", "n1", "--wrap", "sleep 300"]);
-    c.wait_state(job, "RUNNING", WAIT);
-    let idx = c.gres_idx(job);
-    if select() == "gputopo" {
-        assert_eq!(
-            idx[0].1,
-            vec![0, 1, 3, 4, 5, 6, 7],
-            "faulty GPU 2 allocated"
-        );
-    } else {
-        assert!(
-            idx[0].1.contains(&2),
-            "stock cons_tres knows no health: {idx:?}"
-        );
-    }
+    super::identity::seven_of_eight_without_gpu_2(&c);
 }
 
 #[test]
