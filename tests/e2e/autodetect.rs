@@ -268,7 +268,7 @@ fn pcie_box_in_nvml_order_gets_health_on_the_right_device() {
 
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
-fn a100_mig_instances_detected_by_slurm() {
+fn a100_mig_instances_detected_by_slurm_get_their_gpus_health() {
     // Two A100s in MIG mode: GPU 0 has one 3g.20gb and two 1g.5gb instances, GPU 1 two 3g.20gb.
     let Some((rig, c)) = start(
         "ad-mig",
@@ -303,17 +303,34 @@ fn a100_mig_instances_detected_by_slurm() {
         gpus.iter().all(|g| g.1.is_empty() || g.1 == "(null)"),
         "MIG instances have no Links: {text}"
     );
-    // Slurm hands out instances by profile.
+    // GPU 0 gets uncorrectable ECC errors under the running slurmd: the agent publishes its
+    // three instances (Slurm's 0-2: File= sorts gpu0's caps first) faulty, GPU 1's two ok.
+    change_nvml(&rig, "a100-mig-ecc0");
+    let h = wait_faulty(&c, &[0, 1, 2]);
+    assert_eq!(h.gpus.len(), 5, "{h:?}");
+    assert!(
+        h.gpus[3..]
+            .iter()
+            .all(|g| g.status == Status::Ok && g.device.minor == Some(1)),
+        "{h:?}"
+    );
+    // A 3g.20gb instance: gputopo gives a healthy one (GPU 1's, 3 or 4); stock cons_tres, which
+    // knows no health, the first, GPU 0's faulty instance 0.
     let job = c.sbatch(&[
-        "--gres=gpu:nvidia_a100_1g.5gb:2",
+        "--gres=gpu:nvidia_a100_3g.20gb:1",
         "-w",
         "n1",
         "--wrap",
         "sleep 300",
     ]);
     c.wait_state(job, "RUNNING", WAIT);
-    assert_eq!(c.gres_idx(job)[0].1.len(), 2);
-    // The agent does not yet tie MIG instances to NVML MIG devices: it refuses to publish
-    // rather than publish a verdict under another instance's index (docs/agent.md).
-    eprintln!("note: the agent's per-MIG-instance verdicts are not implemented yet (issue 27)");
+    let idx = c.gres_idx(job)[0].1.clone();
+    if select() == "gputopo" {
+        assert!(
+            idx == vec![3] || idx == vec![4],
+            "faulty instance allocated: {idx:?}"
+        );
+    } else {
+        assert_eq!(idx, vec![0], "stock cons_tres knows no health");
+    }
 }

@@ -48,6 +48,8 @@ pub struct Identity {
     pub cc: Option<(u32, u32)>,
     /// NVLink fabric (cluster UUID in hex, clique id), when registered with one.
     pub fabric: Option<(String, u32)>,
+    /// MIG devices when MIG is enabled, by MIG index: (GPU instance, compute instance, name).
+    pub migs: Vec<(u32, u32, Option<String>)>,
 }
 
 /// One end of an active NVLink.
@@ -333,6 +335,7 @@ fn read_gpu(nvml: &'static Nvml, i: usize, topo: bool, tx: &mpsc::Sender<Msg>) {
             &mut lost,
         ),
         fabric: value(nvml_raw::fabric_info(nvml, &dev), &mut lost).flatten(),
+        migs: read_migs(nvml, &dev, &mut lost),
     };
     let _ = tx.send(Msg::Ident(i, ident));
     let ecc = |t, c| dev.total_ecc_errors(t, c);
@@ -413,6 +416,24 @@ fn active_links(dev: &Device<'_>) -> Result<Vec<u32>, NvmlError> {
         }
     }
     Ok(out)
+}
+
+/// The MIG devices of a GPU in MIG mode (none otherwise): NVML numbers them from 0 without
+/// gaps, and answers NOT_FOUND past the last one.
+fn read_migs(nvml: &Nvml, dev: &Device<'_>, lost: &mut bool) -> Vec<(u32, u32, Option<String>)> {
+    let enabled = value(dev.mig_mode(), lost).is_some_and(|m| m.current == 1);
+    let max = if enabled {
+        value(dev.mig_device_count(), lost).unwrap_or(0)
+    } else {
+        0
+    };
+    (0..max)
+        .map_while(|k| dev.mig_device_by_index(k).ok())
+        .filter_map(|m| {
+            let (gi, ci) = nvml_raw::instance_ids(nvml, &m).ok()?;
+            Some((gi, ci, m.name().ok()))
+        })
+        .collect()
 }
 
 fn read_xids(

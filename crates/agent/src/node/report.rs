@@ -171,7 +171,8 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
             s.node
         ));
     }
-    let topology = topology
+    // MIG instances have no NVLink and share their parent's PCIe position: no matrices.
+    let topology = (topology && slots.iter().all(|slot| slot.mig.is_none()))
         .then(|| build_topology(&s.node, &reading, &gpus))
         .flatten();
     NodeReport {
@@ -334,32 +335,50 @@ fn add_kernel_xids(
 
 /// What the mapping needs of each NVML device: minor, Slurm type, direct NVLinks per device.
 fn devices(r: &NodeReading) -> Vec<mapping::Device> {
+    let caps = if r.gpus.iter().any(|g| !g.ident.migs.is_empty()) {
+        mapping::mig::CapMinors::read()
+    } else {
+        mapping::mig::CapMinors::default()
+    };
     let bus: Vec<Option<String>> = r
         .gpus
         .iter()
         .map(|g| g.ident.bus_id.as_deref().map(norm_bus))
         .collect();
-    let mut devs = r
-        .gpus
-        .iter()
-        .map(|g| mapping::Device {
-            lost: g.evidence.lost,
-            minor: g.ident.minor,
-            type_name: g.ident.name.as_deref().map(gres_type),
-            nvlinks: g.links.as_ref().map(|l| {
-                bus.iter()
-                    .map(|b| {
-                        l.iter()
-                            .filter(|e| {
-                                e.kind == super::nvml_raw::RemoteKind::Gpu
-                                    && Some(norm_bus(&e.remote_bus)) == *b
-                            })
-                            .count() as u32
+    let mut devs =
+        r.gpus
+            .iter()
+            .map(|g| mapping::Device {
+                migs: g
+                    .ident
+                    .migs
+                    .iter()
+                    .map(|(gi, ci, name)| mapping::mig::MigInstance {
+                        gi: *gi,
+                        ci: *ci,
+                        type_name: g.ident.name.as_deref().zip(name.as_deref()).and_then(
+                            |(p, m)| mapping::mig::type_name(&gres_type(p), &gres_type(m)),
+                        ),
+                        caps: g.ident.minor.and_then(|minor| caps.of(minor, *gi, *ci)),
                     })
-                    .collect()
-            }),
-        })
-        .collect::<Vec<_>>();
+                    .collect(),
+                lost: g.evidence.lost,
+                minor: g.ident.minor,
+                type_name: g.ident.name.as_deref().map(gres_type),
+                nvlinks: g.links.as_ref().map(|l| {
+                    bus.iter()
+                        .map(|b| {
+                            l.iter()
+                                .filter(|e| {
+                                    e.kind == super::nvml_raw::RemoteKind::Gpu
+                                        && Some(norm_bus(&e.remote_bus)) == *b
+                                })
+                                .count() as u32
+                        })
+                        .collect()
+                }),
+            })
+            .collect::<Vec<_>>();
     fill_lost_minors(&mut devs, &mapping::driver_gpus(Path::new("/proc/driver")));
     devs
 }

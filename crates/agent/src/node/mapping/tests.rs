@@ -8,6 +8,7 @@ fn pcie8() -> Vec<Device> {
             type_name: Some("nvidia_l40s".into()),
             nvlinks: Some(vec![0; 8]),
             lost: false,
+            migs: Vec::new(),
         })
         .collect()
 }
@@ -187,4 +188,50 @@ mod fuzz {
             }
         }
     }
+}
+
+#[test]
+fn autodetected_mig_instances_map_to_their_parent_and_instance() {
+    // Two A100s in MIG mode: GPU 0 (minor 0) with GI 1 and GI 5, GPU 1 (minor 1) with GI 1;
+    // Slurm lists one GPU per instance, sorted by File= (natural order).
+    let caps = mig::CapMinors::parse(&fake_nvml::tree::mig_minors(2));
+    let inst = |minor: u32, gi: u32, ty: &str| mig::MigInstance {
+        gi,
+        ci: 0,
+        type_name: Some(ty.into()),
+        caps: caps.of(minor, gi, 0),
+    };
+    let d = vec![
+        Device {
+            minor: Some(0),
+            type_name: Some("nvidia_a100-sxm4-40gb".into()),
+            migs: vec![
+                inst(0, 5, "nvidia_a100_1g.5gb"),
+                inst(0, 1, "nvidia_a100_3g.20gb"),
+            ],
+            ..Device::default()
+        },
+        Device {
+            minor: Some(1),
+            type_name: Some("nvidia_a100-sxm4-40gb".into()),
+            migs: vec![inst(1, 1, "nvidia_a100_3g.20gb")],
+            ..Device::default()
+        },
+    ];
+    let m = map_texts(Some("AutoDetect=nvml\n"), None, "n1", &d, minor_of).unwrap();
+    let got: Vec<(Option<u32>, Option<usize>, Option<usize>)> =
+        m.slots.iter().map(|s| (s.minor, s.nvml, s.mig)).collect();
+    // File order: gpu0/gi1 (cap 12), gpu0/gi5 (cap 48), gpu1/gi1 (cap 147).
+    assert_eq!(
+        got,
+        vec![
+            (Some(0), Some(0), Some(1)),
+            (Some(0), Some(0), Some(0)),
+            (Some(1), Some(1), Some(0))
+        ]
+    );
+    assert_eq!(
+        m.slots[0].file.as_deref(),
+        Some("/dev/nvidia0,/dev/nvidia-caps/nvidia-cap12,/dev/nvidia-caps/nvidia-cap13")
+    );
 }
