@@ -33,13 +33,13 @@ mkdir -p "$scratch/lib" "$scratch/ovl"
 scratch=$(realpath "$scratch")
 ln -s "$lib" "$scratch/lib/libnvidia-ml.so"
 ln -s "$lib" "$scratch/lib/libnvidia-ml.so.1"
-"$tree_bin" "$fixture" "$scratch/tree" || die "fake-nvml-tree $fixture failed"
-
-# Slurm maps NVML's CPU affinity onto the CPUs the host has; an emulated node's fixture names
-# CPUs this host may not have (Slurm then gives the GPU no cores, and GPU jobs no longer fit), so
-# the fake reports every GPU near all of the host's CPUs (FAKE_NVML_CPUS; Cores= are not emulated).
-export FAKE_NVML_FIXTURE=$fixture LD_LIBRARY_PATH=$scratch/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# Slurm maps NVML's CPU affinity (and gpu/nvidia's local_cpulist) onto the CPUs the host has;
+# an emulated node's fixture names CPUs this host may not have (Slurm then gives the GPU no
+# cores, and GPU jobs no longer fit), so every GPU is near all of the host's CPUs
+# (FAKE_NVML_CPUS, for the fake and the tree; Cores= are not emulated).
 export FAKE_NVML_CPUS=${FAKE_NVML_CPUS:-$(nproc --all)}
+"$tree_bin" "$fixture" "$scratch/tree" || die "fake-nvml-tree $fixture failed"
+export FAKE_NVML_FIXTURE=$fixture LD_LIBRARY_PATH=$scratch/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 exec unshare -m --propagation private -- bash -euc '
   s=$1; shift
   mount -t tmpfs -o mode=755 gputopo-nvml "$s/ovl"

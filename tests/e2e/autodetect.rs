@@ -19,8 +19,8 @@ use gputopo_core::health::Status;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Slurm's plugin directory for the release under test has gpu/nvml, else why not.
-fn nvml_plugin() -> Result<(), String> {
+/// Slurm's plugin directory for the release under test has `gpu/<plugin>`, else why not.
+fn gpu_plugin(plugin: &str) -> Result<(), String> {
     let r = release();
     let dir = if r == "22.05.8" {
         PathBuf::from("/usr/lib/x86_64-linux-gnu/slurm-wlm")
@@ -28,11 +28,12 @@ fn nvml_plugin() -> Result<(), String> {
         let cache = std::env::var("GPUTOPO_CACHE").unwrap_or_else(|_| "/var/cache/gputopo".into());
         Path::new(&cache).join(format!("slurm-{r}/lib/slurm"))
     };
-    if dir.join("gpu_nvml.so").is_file() {
+    if dir.join(format!("gpu_{plugin}.so")).is_file() {
         Ok(())
     } else {
         Err(format!(
-            "Slurm {r} has no gpu/nvml plugin in {} (built without NVML; contrib/slurm-install.sh builds 24.11.5 with it)",
+            "Slurm {r} has no gpu/{plugin} plugin in {} (gpu/nvml: built without NVML, \
+             contrib/slurm-install.sh builds 24.11.5 with it; gpu/nvidia: 24.11+)",
             dir.display()
         ))
     }
@@ -40,10 +41,21 @@ fn nvml_plugin() -> Result<(), String> {
 
 /// One AutoDetect=nvml node n1 on `fixture`, its Gres= `gres`, the agent as health check.
 fn start(test: &str, fixture: &str, topology: &str, gres: &str) -> Option<(Rig, Cluster)> {
+    start_detecting("nvml", test, fixture, topology, gres)
+}
+
+/// [`start`] with `AutoDetect=<how>` (`nvml`, or `nvidia` on 24.11+).
+fn start_detecting(
+    how: &str,
+    test: &str,
+    fixture: &str,
+    topology: &str,
+    gres: &str,
+) -> Option<(Rig, Cluster)> {
     if !e2e_enabled() {
         return None;
     }
-    if let Err(why) = nvml_plugin() {
+    if let Err(why) = gpu_plugin(how) {
         eprintln!("skipped: {why}");
         return None;
     }
@@ -51,7 +63,7 @@ fn start(test: &str, fixture: &str, topology: &str, gres: &str) -> Option<(Rig, 
     let c = Cluster::up(Opts {
         nodes: 1,
         topology: topology.into(),
-        gres_conf: Some(("AutoDetect=nvml\n".into(), gres.into())),
+        gres_conf: Some((format!("AutoDetect={how}\n"), gres.into())),
         nvml: Some(format!("n1={}", rig.fixture("n1").display())),
         gputopo_conf: Some(rig.conf("KernelLog=none\n")),
         health_program: Some(rig.wrapper()),
@@ -264,6 +276,37 @@ fn pcie_box_in_nvml_order_gets_health_on_the_right_device() {
     let h = wait_faulty(&c, &[2]);
     assert_eq!(h.gpus[2].device.minor, Some(5), "{h:?}");
     super::identity::seven_of_eight_without_gpu_2(&c);
+}
+
+#[test]
+#[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
+fn autodetect_nvidia_numbers_by_device_file_and_gets_health_right() {
+    // Slurm 24.11's gpu/nvidia reads the driver's files, not NVML: on the PCIe box whose NVML
+    // order runs against its minors, GPU j is /dev/nvidiaj, so the ECC fault on /dev/nvidia5 is
+    // Slurm's GPU 5 here (GPU 2 with AutoDetect=nvml).
+    let Some((rig, c)) = start_detecting(
+        "nvidia",
+        "ad-nvidia",
+        "pcie8-ecc5",
+        "pcie8",
+        "gpu:nvidia_l40s:8",
+    ) else {
+        return;
+    };
+    let (gpus, text) = detected_in_order(&c, &rig, &files(8, |i| i));
+    assert!(
+        gpus.iter()
+            .all(|g| g.2 == "nvidia_l40s" && (g.1.is_empty() || g.1 == "(null)")),
+        "gpu/nvidia: the model as type, no links:\n{text}"
+    );
+    let h = wait_faulty(&c, &[5]);
+    assert_eq!(h.gpus[5].device.minor, Some(5), "{h:?}");
+    let job = c.sbatch(&["--gres=gpu:7", "-w", "n1", "--wrap", "sleep 300"]);
+    c.wait_state(job, "RUNNING", WAIT);
+    let idx = c.gres_idx(job)[0].1.clone();
+    if select() == "gputopo" {
+        assert_eq!(idx, vec![0, 1, 2, 3, 4, 6, 7], "faulty GPU 5 allocated");
+    }
 }
 
 #[test]

@@ -87,12 +87,17 @@ pub fn write(node: &FakeNode, dir: &Path) -> Result<(), String> {
             g.name, g.uuid, g.minor
         );
         put(&format!("proc/nvidia/gpus/{bus}/information"), &info)?;
-        let cpus = if g.cores.is_empty() {
-            "0".to_string()
-        } else {
-            gputopo_core::cpulist::format_ranges(&gputopo_core::cpulist::to_ranges(
+        // FAKE_NVML_CPUS=N: near the host's CPUs 0..N-1, as the fake's CPU affinity answers.
+        let host = std::env::var("FAKE_NVML_CPUS")
+            .ok()
+            .and_then(|n| n.parse::<u32>().ok())
+            .filter(|n| *n > 0);
+        let cpus = match host {
+            Some(n) => format!("0-{}", n - 1),
+            None if g.cores.is_empty() => "0".to_string(),
+            None => gputopo_core::cpulist::format_ranges(&gputopo_core::cpulist::to_ranges(
                 g.cores.iter().copied(),
-            ))
+            )),
         };
         put(
             &format!("sys/nvidia/{bus}/local_cpulist"),

@@ -112,7 +112,7 @@ pub fn map_texts(
     let mig = devices
         .iter()
         .any(|d| d.migs.iter().any(|m| m.caps.is_some()));
-    if fake.is_none() && conf.gpus.is_empty() && !mig {
+    if fake.is_none() && conf.gpus.is_empty() && !mig && !conf.autodetects_nvidia() {
         notes.push(format!(
             "gres.conf names no GPU of node {node}: GPUs are numbered in NVML (PCI bus) order, \
              Slurm's AutoDetect=nvml order"
@@ -134,6 +134,7 @@ pub fn map_texts(
         None if conf.autodetects_nvml() || (mig && conf.gpus.is_empty()) => {
             Some(nvml_records(devices))
         }
+        None if conf.autodetects_nvidia() => Some(driver_records(devices)),
         None => None,
     };
     let conf_gpus = if conf.gpus.is_empty() {
@@ -249,6 +250,21 @@ fn nvml_records(devices: &[Device]) -> Vec<Record> {
         });
     }
     out
+}
+
+/// The system list of Slurm 24.11's `AutoDetect=nvidia` (`gpu_nvidia.c`): one record per GPU
+/// the driver lists, `File=/dev/nvidia<minor>`, its model as the type, no links.
+fn driver_records(devices: &[Device]) -> Vec<Record> {
+    devices
+        .iter()
+        .filter_map(|d| {
+            Some(Record {
+                file: Some(format!("/dev/nvidia{}", d.minor?)),
+                type_name: d.type_name.clone(),
+                links: None,
+            })
+        })
+        .collect()
 }
 
 /// For each Slurm GPU (device minor `slurm[i]`), the NVML device with that minor. Devices

@@ -235,3 +235,15 @@ fn autodetected_mig_instances_map_to_their_parent_and_instance() {
         Some("/dev/nvidia0,/dev/nvidia-caps/nvidia-cap12,/dev/nvidia-caps/nvidia-cap13")
     );
 }
+
+#[test]
+fn autodetect_nvidia_numbers_gpus_by_device_file() {
+    // pcie8: NVML device i is /dev/nvidia(7-i); gpu/nvidia sorts by file, so Slurm GPU j is
+    // /dev/nvidiaj, NVML device 7-j.
+    let m = map_texts(Some("AutoDetect=nvidia\n"), None, "n1", &pcie8(), minor_of).unwrap();
+    let got: Vec<(Option<u32>, Option<usize>)> =
+        m.slots.iter().map(|s| (s.minor, s.nvml)).collect();
+    let want: Vec<(Option<u32>, Option<usize>)> =
+        (0..8).map(|j| (Some(j), Some(7 - j as usize))).collect();
+    assert_eq!(got, want);
+}
