@@ -257,6 +257,22 @@ prepare_nvml() {
   export FAKE_NVML_LIB
 }
 
+# Debian's 22.05.8 has no gpu/nvml plugin installed (contrib/debian-nvml-plugin.sh): with
+# --nvml, the cluster's plugin directory gets Debian's own, a farm of the stock plugins made if
+# there is none yet.
+nvml_plugin_dir() {
+  [ -n "$nvml" ] && [ ! -e "$plugindir/gpu_nvml.so" ] || return 0
+  [ "$release" = 22.05.8 ] || return 0
+  local so f
+  so=$("$here/debian-nvml-plugin.sh") || die "contrib/debian-nvml-plugin.sh failed"
+  if [ "$plugindir" = "$PLUGINS" ]; then
+    plugindir=$dir/plugins
+    mkdir -p "$plugindir"
+    for f in "$PLUGINS"/*.so; do ln -s "$f" "$plugindir/"; done
+  fi
+  ln -s "$so" "$plugindir/gpu_nvml.so"
+}
+
 # --- env -----------------------------------------------------------------------------------
 cmd_env() {
   [ -f "$dir/cluster.env" ] || die "no cluster in $dir (run: contrib/cluster.sh up ...)"
@@ -430,6 +446,7 @@ cmd_up() {
   fi
 
   prepare_nvml
+  nvml_plugin_dir
   write_gres
   write_slurm_conf
   [ -z "$gputopo_conf" ] || cp "$gputopo_conf" "$dir/etc/gputopo.conf"

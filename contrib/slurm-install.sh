@@ -34,6 +34,10 @@ case $ver in
     fi
     /usr/sbin/slurmctld -V | grep -q "slurm-wlm 22.05.8\|slurm 22.05.8" ||
       { echo "slurm-install.sh: /usr/sbin/slurmctld is not 22.05.8: $(/usr/sbin/slurmctld -V)" >&2; exit 1; }
+    # Debian's gpu/nvml plugin (contrib section) for AutoDetect=nvml in the harness; without it
+    # those tests report "skipped".
+    "$here/debian-nvml-plugin.sh" >/dev/null ||
+      echo "slurm-install.sh: warning: Debian's gpu/nvml plugin is not available; AutoDetect=nvml tests on 22.05.8 will be skipped" >&2
     echo /usr
     exit 0 ;;
   24.11.5) ;;

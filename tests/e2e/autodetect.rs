@@ -22,18 +22,29 @@ use std::process::Command;
 /// Slurm's plugin directory for the release under test has `gpu/<plugin>`, else why not.
 fn gpu_plugin(plugin: &str) -> Result<(), String> {
     let r = release();
-    let dir = if r == "22.05.8" {
-        PathBuf::from("/usr/lib/x86_64-linux-gnu/slurm-wlm")
+    let so = if r == "22.05.8" && plugin == "nvml" {
+        // Debian's own, from its contrib section (cluster.sh links it in).
+        let out = Command::new(repo().join("contrib/debian-nvml-plugin.sh"))
+            .arg("--path")
+            .output()
+            .expect("contrib/debian-nvml-plugin.sh --path");
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    } else if r == "22.05.8" {
+        PathBuf::from(format!(
+            "/usr/lib/x86_64-linux-gnu/slurm-wlm/gpu_{plugin}.so"
+        ))
     } else {
         let cache = std::env::var("GPUTOPO_CACHE").unwrap_or_else(|_| "/var/cache/gputopo".into());
-        Path::new(&cache).join(format!("slurm-{r}/lib/slurm"))
+        Path::new(&cache).join(format!("slurm-{r}/lib/slurm/gpu_{plugin}.so"))
     };
-    if dir.join(format!("gpu_{plugin}.so")).is_file() {
+    let dir = so.parent().unwrap_or(Path::new("/"));
+    if so.is_file() {
         Ok(())
     } else {
         Err(format!(
             "Slurm {r} has no gpu/{plugin} plugin in {} (gpu/nvml: built without NVML, \
-             contrib/slurm-install.sh builds 24.11.5 with it; gpu/nvidia: 24.11+)",
+             contrib/slurm-install.sh builds 24.11.5 with it and fetches Debian's for 22.05.8; \
+             gpu/nvidia: 24.11+)",
             dir.display()
         ))
     }
