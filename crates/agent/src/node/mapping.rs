@@ -230,7 +230,7 @@ fn nvml_records(devices: &[Device]) -> Vec<Record> {
                 Some(Record {
                     file: Some(mig::files(m, g.caps?)),
                     type_name: g.type_name.clone(),
-                    links: None,
+                    links: g.links.clone(),
                 })
             })
             .collect();

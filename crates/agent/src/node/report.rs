@@ -227,52 +227,89 @@ impl NodeReport {
 /// `remember`, records this check and saves the state when it changed. Without, the signals
 /// What the mapping needs of each NVML device: minor, Slurm type, direct NVLinks per device.
 fn devices(r: &NodeReading) -> Vec<mapping::Device> {
-    let caps = if r.gpus.iter().any(|g| !g.ident.migs.is_empty()) {
-        mapping::mig::CapMinors::read()
+    let any_mig = r.gpus.iter().any(|g| !g.ident.migs.is_empty());
+    let (caps, mig_links) = if any_mig {
+        let links = mapping::mig::slurm_writes_mig_links(slurm_release());
+        (mapping::mig::CapMinors::read(), links)
     } else {
-        mapping::mig::CapMinors::default()
+        (mapping::mig::CapMinors::default(), false)
     };
     let bus: Vec<Option<String>> = r
         .gpus
         .iter()
         .map(|g| g.ident.bus_id.as_deref().map(norm_bus))
         .collect();
-    let mut devs =
-        r.gpus
-            .iter()
-            .map(|g| mapping::Device {
-                migs: g
-                    .ident
-                    .migs
-                    .iter()
-                    .map(|(gi, ci, name)| mapping::mig::MigInstance {
-                        gi: *gi,
-                        ci: *ci,
-                        type_name: g.ident.name.as_deref().zip(name.as_deref()).and_then(
-                            |(p, m)| mapping::mig::type_name(&gres_type(p), &gres_type(m)),
-                        ),
-                        caps: g.ident.minor.and_then(|minor| caps.of(minor, *gi, *ci)),
+    let mut devs = r
+        .gpus
+        .iter()
+        .map(|g| mapping::Device {
+            migs: migs_of(&g.ident, &caps, mig_links),
+            lost: g.evidence.lost,
+            minor: g.ident.minor,
+            type_name: g.ident.name.as_deref().map(gres_type),
+            nvlinks: g.links.as_ref().map(|l| {
+                bus.iter()
+                    .map(|b| {
+                        l.iter()
+                            .filter(|e| {
+                                e.kind == super::nvml_raw::RemoteKind::Gpu
+                                    && Some(norm_bus(&e.remote_bus)) == *b
+                            })
+                            .count() as u32
                     })
-                    .collect(),
-                lost: g.evidence.lost,
-                minor: g.ident.minor,
-                type_name: g.ident.name.as_deref().map(gres_type),
-                nvlinks: g.links.as_ref().map(|l| {
-                    bus.iter()
-                        .map(|b| {
-                            l.iter()
-                                .filter(|e| {
-                                    e.kind == super::nvml_raw::RemoteKind::Gpu
-                                        && Some(norm_bus(&e.remote_bus)) == *b
-                                })
-                                .count() as u32
-                        })
-                        .collect()
-                }),
-            })
-            .collect::<Vec<_>>();
+                    .collect()
+            }),
+        })
+        .collect::<Vec<_>>();
     fill_lost_minors(&mut devs, &mapping::driver_gpus(Path::new("/proc/driver")));
     devs
+}
+
+/// A GPU's MIG devices as Slurm detects them: type, capability minors, and (Slurm before
+/// 24.11) `Links=` with `-1` at the index among those detected.
+fn migs_of(
+    id: &Identity,
+    caps: &mapping::mig::CapMinors,
+    links: bool,
+) -> Vec<mapping::mig::MigInstance> {
+    let mut out: Vec<mapping::mig::MigInstance> = id
+        .migs
+        .iter()
+        .map(|(gi, ci, name)| mapping::mig::MigInstance {
+            gi: *gi,
+            ci: *ci,
+            type_name: id
+                .name
+                .as_deref()
+                .zip(name.as_deref())
+                .and_then(|(p, m)| mapping::mig::type_name(&gres_type(p), &gres_type(m))),
+            caps: id.minor.and_then(|minor| caps.of(minor, *gi, *ci)),
+            links: None,
+        })
+        .collect();
+    if links {
+        let detected = out.iter().filter(|m| m.caps.is_some()).count();
+        for (k, m) in out.iter_mut().filter(|m| m.caps.is_some()).enumerate() {
+            m.links = Some(mapping::mig::links_before_24_11(k, detected));
+        }
+    }
+    out
+}
+
+/// The release of the Slurm the node runs (`$GPUTOPO_SCONTROL -V`, else `scontrol -V`), for
+/// what differs between releases in Slurm's own GPU list (MIG `Links=`); `None` when no
+/// scontrol answers.
+fn slurm_release() -> Option<(u32, u32)> {
+    let scontrol = std::env::var("GPUTOPO_SCONTROL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "scontrol".into());
+    let out = std::process::Command::new(scontrol)
+        .arg("-V")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    mapping::mig::parse_release(&String::from_utf8_lossy(&out.stdout))
 }
 
 /// A lost GPU answers NVML nothing, not even its minor, so Slurm's GPU for it (detected while

@@ -24,6 +24,30 @@ pub struct MigInstance {
     pub type_name: Option<String>,
     /// Capability minors of its GPU instance and compute instance, when the driver lists them.
     pub caps: Option<(u32, u32)>,
+    /// The `Links=` Slurm gives it: none from 24.11 on; before (22.05.8 seen), `-1` at its MIG
+    /// index among its GPU's detected MIG devices, which Slurm then sorts by ([`links_before_24_11`]).
+    pub links: Option<String>,
+}
+
+/// Slurm before 24.11 (22.05.8's `gpu_nvml.c`: "MIG doesn't support NVLinks, but use for
+/// sorting") writes each MIG device `Links=` with `-1` at its index among the `count` MIG
+/// devices of its GPU, so its final order is all GPUs' first instances, then their second ...
+/// (the merge sorts by the `-1`'s position after the file). 24.11 writes none.
+pub fn links_before_24_11(k: usize, count: usize) -> String {
+    gputopo_core::identity::links_string(count, k, |_| 0)
+}
+
+/// Whether Slurm release `(major, minor)` writes MIG `Links=` (22.05.8: yes; 24.11.5: no; the
+/// releases between are taken to behave as 22.05, unverified here).
+pub fn slurm_writes_mig_links(release: Option<(u32, u32)>) -> bool {
+    release.is_some_and(|r| r < (24, 11))
+}
+
+/// The Slurm release of `scontrol -V` output (`slurm 24.11.5`, `slurm-wlm 22.05.8`).
+pub fn parse_release(version: &str) -> Option<(u32, u32)> {
+    let v = version.split_whitespace().nth(1)?;
+    let mut it = v.split('.');
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
 /// `mig-minors`: `gpu<minor>/gi<gi>/access <cap>` and `gpu<minor>/gi<gi>/ci<ci>/access <cap>`

@@ -200,6 +200,7 @@ fn autodetected_mig_instances_map_to_their_parent_and_instance() {
         ci: 0,
         type_name: Some(ty.into()),
         caps: caps.of(minor, gi, 0),
+        links: None,
     };
     let d = vec![
         Device {
@@ -246,4 +247,40 @@ fn autodetect_nvidia_numbers_gpus_by_device_file() {
     let want: Vec<(Option<u32>, Option<usize>)> =
         (0..8).map(|j| (Some(j), Some(7 - j as usize))).collect();
     assert_eq!(got, want);
+}
+
+#[test]
+fn before_24_11_mig_instances_are_ordered_by_their_index_within_the_gpu() {
+    // 22.05.8 writes Links= with -1 at the MIG index within the GPU and sorts by it last: the
+    // GPUs' first instances, then their second ... (e2e on Debian's 22.05.8 plugin).
+    let caps = mig::CapMinors::parse(&fake_nvml::tree::mig_minors(2));
+    let dev = |minor: u32, gis: &[u32]| Device {
+        minor: Some(minor),
+        migs: gis
+            .iter()
+            .enumerate()
+            .map(|(k, &gi)| mig::MigInstance {
+                gi,
+                ci: 0,
+                type_name: None,
+                caps: caps.of(minor, gi, 0),
+                links: Some(mig::links_before_24_11(k, gis.len())),
+            })
+            .collect(),
+        ..Device::default()
+    };
+    let d = vec![dev(0, &[1, 5, 6]), dev(1, &[1, 2])];
+    let m = map_texts(Some("AutoDetect=nvml\n"), None, "n1", &d, minor_of).unwrap();
+    let got: Vec<(Option<usize>, Option<usize>)> =
+        m.slots.iter().map(|s| (s.nvml, s.mig)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (Some(0), Some(0)),
+            (Some(1), Some(0)),
+            (Some(0), Some(1)),
+            (Some(1), Some(1)),
+            (Some(0), Some(2))
+        ]
+    );
 }
