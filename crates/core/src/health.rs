@@ -12,6 +12,7 @@
 
 pub mod extra;
 pub mod kernel_xid;
+pub mod persist;
 mod policy;
 pub mod sticky;
 pub mod telemetry;
@@ -19,7 +20,7 @@ pub mod violation;
 
 pub use extra::{
     ExtraError, LinkMatrix, MergeRefused, NodeHealth, Parsed, merge_extra, merge_extra_with,
-    parse_extra, read_extra,
+    own_malformed, parse_extra, read_extra,
 };
 pub use policy::{Evidence, HealthPolicy, Reading, RowRemap, judge};
 
