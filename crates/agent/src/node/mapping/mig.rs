@@ -153,4 +153,25 @@ mod tests {
             None
         );
     }
+
+    mod fuzz {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+            fn driver_files_never_panic(s in "\\PC{0,200}") {
+                let caps = CapMinors::parse(&s);
+                let _ = caps.of(0, 0, 0);
+                let _ = parse_files(&s);
+                let _ = parse_release(&s);
+                let _ = type_name(&s, &s);
+            }
+
+            #[test]
+            fn near_misses_never_panic(s in "(gpu[0-9]{0,3}/gi[0-9]{0,3}(/ci[0-9]{0,3})?/access [0-9]{0,12}\n){0,8}") {
+                let _ = CapMinors::parse(&s);
+            }
+        }
+    }
 }
