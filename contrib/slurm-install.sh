@@ -54,7 +54,8 @@ if built; then echo "$prefix"; exit 0; fi
 if [ "$ver" != 24.11.5 ]; then
   cat >&2 <<EOM
 slurm-install.sh: Slurm $ver is not installed at $prefix, and no package registry serves its
-source. Build it from your own tree (as this script builds 24.11.5): in a copy of the tree,
+source. Build it from your own tree (as this script builds 24.11.5): run contrib/nvml-dev.sh
+(NVML's header and the fake library for --with-nvml), then in a copy of the tree,
   ./configure --prefix=$prefix --sysconfdir=$prefix/etc $options
   make && make install
   echo "$options" > $stamp
