@@ -27,8 +27,11 @@
 #     perf-gate-R  contrib/bench-select.sh --callgrind --nodes 128 --gate 2: fails when
 #               gputopo's own instructions per select_p_job_test exceed 2 % of stock
 #               cons_tres's (callgrind counts, stock measured in the same invocation)
-#     package-R contrib/test-package.sh R: the Debian package built, installed with dpkg -i, a
-#               GPU job run through the installed files, then removed and purged
+#     package-R contrib/test-package.sh R: the Debian package and the RPM built (rpmbuild) and
+#               inspected, each installed in a scratch host (contrib/pkg-sandbox.sh), a GPU job
+#               run through the installed files, upgrade/downgrade/reinstall while slurmctld
+#               runs, removal while slurm.conf still names the plugin directory; the 24.11.5
+#               .deb on a host whose Slurm lives under another prefix than the build's
 #   smoke       contrib/smoke-releases.sh: every other release whose tree and install are cached
 #               (25.05.8, 25.11.7, 26.05.3, ... built by hand from a site's tree), newest first:
 #               plugin build, ABI checks, plugin unit tests and 4 e2e tests, within
