@@ -81,17 +81,13 @@ release_paths() { # sets BIN SBIN PLUGINS for $release
     "$SBIN/slurmctld" -V | grep -q " $release\$" || die "GPUTOPO_SLURM_PREFIX=$p is not Slurm $release: $("$SBIN/slurmctld" -V)"
     return
   fi
-  case $release in
-    22.05.8) BIN=/usr/bin SBIN=/usr/sbin PLUGINS=/usr/lib/x86_64-linux-gnu/slurm-wlm ;;
-    *)
-      # 24.11.5 (contrib/slurm-install.sh) and every release installed the same way by hand.
-      local p=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$release
-      BIN=$p/bin SBIN=$p/sbin PLUGINS=$p/lib/slurm ;;
-  esac
+  # Debian's packages or contrib/slurm-install.sh's prefix (slurm-headers/releases.tsv).
+  local p; p=$(release_prefix "$release")
+  BIN=$p/bin SBIN=$p/sbin PLUGINS=$(release_plugin_dir "$release")
 }
 
 # --- processes -----------------------------------------------------------------------------
-. "$here/pidfile.sh"
+. "$here/lib.sh"
 # True when `scontrol ping` reports controller ROLE (primary, backup) UP. scontrol's exit
 # status says whether every controller answers, so only its output is read.
 ctld_up() {
@@ -131,11 +127,16 @@ cluster_pids() {
 
 start_munged() {
   if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then return; fi
+  # Two clusters may come up at once (nextest runs two e2e tests): one starts munged, the
+  # other waits for the lock and then finds it answering (closing fd 8 releases the lock).
+  exec 8>>/tmp/gputopo-munged.lock
+  flock 8
+  if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then exec 8>&-; return; fi
   [ -s /etc/munge/munge.key ] || { mungekey --create --keyfile=/etc/munge/munge.key; chown munge:munge /etc/munge/munge.key; chmod 600 /etc/munge/munge.key; }
   install -d -o munge -g munge -m 755 /run/munge
-  runuser -u munge -- env -u SLURM_CONF /usr/sbin/munged 7>&- || die "munged did not start"
+  runuser -u munge -- env -u SLURM_CONF /usr/sbin/munged 7>&- 8>&- || die "munged did not start"
   local i
-  for i in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && return; sleep 0.1; done
+  for i in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && { exec 8>&-; return; }; sleep 0.1; done
   die "munged runs but munge -n | unmunge fails"
 }
 
@@ -374,7 +375,7 @@ fail_up() {
 
 cmd_up() {
   [ "$(id -u)" = 0 ] || die "run as root (mknod, daemons as root)"
-  [ -n "$release" ] || die "up needs --release 22.05.8|24.11.5"
+  [ -n "$release" ] || die "up needs --release VERSION (e.g. $(releases ci | paste -sd'|'))"
   [[ $nodes =~ ^[1-9][0-9]*$ ]] && [ "$nodes" -le 149 ] || die "--nodes must be 1 to 149"
   [ -n "$topo_arg" ] || die "up needs --topology NAME|FILE (names: $(cd "$here/topologies" && ls ./*.topo | sed 's|./||;s|\.topo||' | tr '\n' ' '))"
   case $select in gputopo|cons_tres) ;; *) die "--select must be gputopo or cons_tres" ;; esac

@@ -23,27 +23,29 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-ver=${1:?usage: slurm-install.sh <version> (22.05.8 or 24.11.5)}
+ver=${1:?usage: slurm-install.sh <version> (a release of slurm-headers/releases.tsv)}
 cache=${GPUTOPO_CACHE:-/var/cache/gputopo}
+. "$here/lib.sh"
 
 case $ver in
-  22.05.8)
-    if [ "$(dpkg-query -W -f='${Version}' slurmctld 2>/dev/null)" != 22.05.8-4+deb12u3 ] ||
-       [ "$(dpkg-query -W -f='${Status}' slurmd 2>/dev/null)" != "install ok installed" ]; then
-      "$here/install-deps.sh" >&2
-    fi
-    /usr/sbin/slurmctld -V | grep -q "slurm-wlm 22.05.8\|slurm 22.05.8" ||
-      { echo "slurm-install.sh: /usr/sbin/slurmctld is not 22.05.8: $(/usr/sbin/slurmctld -V)" >&2; exit 1; }
-    # Debian's gpu/nvml plugin (contrib section) for AutoDetect=nvml in the harness; without it
-    # those tests report "skipped".
-    "$here/debian-nvml-plugin.sh" >/dev/null ||
-      echo "slurm-install.sh: warning: Debian's gpu/nvml plugin is not available; AutoDetect=nvml tests on 22.05.8 will be skipped" >&2
-    echo /usr
-    exit 0 ;;
-  24.11.5) ;;
   [0-9]*.[0-9]*.[0-9]*) ;;
   *) echo "slurm-install.sh: '$ver' is not a Slurm release (MAJOR.MINOR.MICRO)" >&2; exit 2 ;;
 esac
+# A release the table installs from Debian 12's packages (it names their plugin directory).
+if [ -n "$(release_field "$ver" 4)" ]; then
+  if [ "$(dpkg-query -W -f='${Version}' slurmctld 2>/dev/null)" != "$(release_field "$ver" 5)" ] ||
+     [ "$(dpkg-query -W -f='${Status}' slurmd 2>/dev/null)" != "install ok installed" ]; then
+    "$here/install-deps.sh" >&2
+  fi
+  /usr/sbin/slurmctld -V | grep -q "slurm-wlm $ver\|slurm $ver" ||
+    { echo "slurm-install.sh: /usr/sbin/slurmctld is not $ver: $(/usr/sbin/slurmctld -V)" >&2; exit 1; }
+  # Debian's gpu/nvml plugin (contrib section) for AutoDetect=nvml in the harness; without it
+  # those tests report "skipped".
+  "$here/debian-nvml-plugin.sh" >/dev/null ||
+    echo "slurm-install.sh: warning: Debian's gpu/nvml plugin is not available; AutoDetect=nvml tests on $ver will be skipped" >&2
+  echo /usr
+  exit 0
+fi
 
 prefix=$cache/slurm-$ver
 stamp=$prefix/.gputopo-installed
@@ -51,7 +53,8 @@ stamp=$prefix/.gputopo-installed
 options="--disable-debug --enable-multiple-slurmd --with-munge --with-json=/usr --with-nvml=$("$here/nvml-dev.sh" --prefix)"
 built() { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$options" ]; }
 if built; then echo "$prefix"; exit 0; fi
-if [ "$ver" != 24.11.5 ]; then
+# Only a CI release of the table is built from a registry's source here.
+if [ "$(release_field "$ver" 3)" != ci ]; then
   cat >&2 <<EOM
 slurm-install.sh: Slurm $ver is not installed at $prefix, and no package registry serves its
 source. Build it from your own tree (as this script builds 24.11.5): run contrib/nvml-dev.sh

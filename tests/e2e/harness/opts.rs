@@ -8,7 +8,7 @@ use std::path::PathBuf;
 /// plugin chosen by the environment.
 #[derive(Debug, Clone)]
 pub struct Opts {
-    /// Slurm release: "22.05.8" or "24.11.5".
+    /// Slurm release (a `release` of slurm-headers/releases.tsv, or a site's own).
     pub release: String,
     /// Number of emulated nodes n1..nN.
     pub nodes: u32,

@@ -9,7 +9,8 @@
 //!   not published: Slurm keeps at most the configured count of a gres.conf's GPUs, so the
 //!   indices of a list of another length may be off, and a healthy GPU could be named faulty.
 //! - Other JSON keys of `Extra` are kept; a non-JSON value (an administrator's note) is
-//!   never overwritten ([`MergeRefused`]).
+//!   never overwritten ([`MergeRefused`]); gputopo's own record made unusable is replaced
+//!   ([`Plan::replaces_own_malformed`] says why, for the log).
 //! - The published time is kept while nothing else changed and it is younger than
 //!   `refresh_secs`, so an unchanged report is not rewritten at every check, yet its age
 //!   stays within `PublishRefreshSec`.
@@ -18,7 +19,9 @@
 //!   already is); one bad GPU never drains a node: the select plugin skips exactly that GPU.
 
 use super::extra::labels::Labels;
-use super::{MergeRefused, NodeHealth, Status, merge_extra_with, parse_extra};
+use super::{
+    ExtraError, MergeRefused, NodeHealth, Status, merge_extra_with, own_malformed, parse_extra,
+};
 
 /// The drain reason gputopo sets (operators see it in `sinfo -R`).
 pub const DRAIN_REASON: &str = "gputopo: every GPU is faulty";
@@ -87,6 +90,9 @@ pub struct Plan {
     pub steps: Vec<Step>,
     /// The health as published (its time as [`plan`] set it).
     pub health: NodeHealth,
+    /// Why the current `Extra` is gputopo's own record made unusable, which this publish
+    /// replaces (`None` when it is usable or not ours).
+    pub replaces_own_malformed: Option<ExtraError>,
 }
 
 impl Plan {
@@ -161,6 +167,7 @@ pub fn plan(
         extra,
         steps,
         health,
+        replaces_own_malformed: own_malformed(current),
     })
 }
 
