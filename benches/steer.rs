@@ -13,7 +13,8 @@
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use gputopo_core::config::SelectConfig;
 use gputopo_core::health::read_extra;
-use gputopo_core::placement::engine::Gputopo;
+use gputopo_core::placement::{Gputopo, Prepared};
+use gputopo_core::steer::HealthMasks;
 use gputopo_core::steer::call::{
     self, Call, Chosen, Ctx, GpuNeed, GpuPicks, Gpus, JobFacts, Modelled, NodeState, Pick, Reply,
     Selection, Snapshot,
@@ -22,7 +23,6 @@ use gputopo_core::steer::key_memo::KeyMemos;
 use gputopo_core::steer::model::NodeModel;
 use gputopo_core::steer::narrow::{self, Basis, Candidate, Need};
 use gputopo_core::steer::tries::{self, Answer, Mode, Steering, Tries};
-use gputopo_core::steer::{HealthMasks, Prepared};
 use gputopo_core::topology::fixture;
 use gputopo_core::{GpuSet, WideSet};
 use std::hint::black_box;

@@ -24,7 +24,7 @@ pub enum Placement<'a> {
     /// `gputopo`: the engine's node ranking and GPU choice (always health-aware).
     Gputopo,
     /// A baseline GPU policy on the lowest-index nodes that fit.
-    Baseline(&'a dyn Policy),
+    Baseline(&'a dyn Policy<Score = Score>),
 }
 
 impl Placement<'_> {

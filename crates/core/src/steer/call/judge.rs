@@ -21,12 +21,13 @@ use super::super::cool::prefer_cool;
 use super::super::explain::NodeNote;
 use super::super::repick::{Constraints, Decision, NodeInput, repick};
 use super::super::wide::{self, WideDecision, WideNode};
-use super::super::{HealthMasks, Prepared, first_fit, reserved};
+use super::super::{HealthMasks, first_fit, reserved};
 use super::answer::{Chosen, GpuPicks, Pick, Selection};
 use super::events::Event;
 use super::snapshot::{Gpus, Modelled, Snapshot};
 use super::{Ctx, shares};
 use crate::gpuset::GpuSet;
+use crate::placement::Prepared;
 use crate::wideset::WideSet;
 
 /// The answer for a RUN_NOW success.
