@@ -12,7 +12,7 @@
 
 use anyhow::Context;
 use gputopo_core::health::{NodeHealth, Status, parse_extra};
-use gputopo_core::topology::gres_conf_parse::expand_hostlist;
+use gputopo_core::topology::gres_conf_lines::expand_hostlist;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::process::Command;
