@@ -2,7 +2,8 @@
 //!
 //! One binary for every job that runs outside slurmctld:
 //! - on any machine: `pick` and `topo` (the core engine on the command line), `simulate`;
-//! - wherever a Slurm client works: `nodes` (the published GPU health, readable);
+//! - wherever a Slurm client works: `nodes` (the published GPU health, readable), `metrics`
+//!   (the same and more for Prometheus);
 //! - on a compute node: `health`, `topology`, `gres-conf` and `publish` (the node agent, NVML).
 //!
 //! Each subcommand lives in its own module with its argument struct and a
@@ -11,6 +12,7 @@
 #![deny(unsafe_code)] // one exception: node::nvml_raw, two raw NVML calls (see its docs)
 
 mod cmd_features;
+mod cmd_metrics;
 mod cmd_nodes;
 mod cmd_pick;
 mod cmd_simulate;
@@ -47,6 +49,8 @@ enum Cmd {
     Publish(node::publish::Args),
     /// Published GPU health of the cluster's nodes, per GPU (runs scontrol).
     Nodes(cmd_nodes::Args),
+    /// The cluster's GPU facts for Prometheus (OpenMetrics text; HTTP or a textfile).
+    Metrics(cmd_metrics::Args),
     /// slurm.conf Features= suggestions from the nodes' published capability labels.
     Features(cmd_features::Args),
     /// Slurm topology/block configuration, one block per published NVLink domain.
@@ -66,6 +70,7 @@ fn main() {
         Cmd::Publish(a) => node::publish::run(a),
         Cmd::Simulate(a) => cmd_simulate::run(a),
         Cmd::Nodes(a) => cmd_nodes::run(a),
+        Cmd::Metrics(a) => cmd_metrics::run(a),
         Cmd::Features(a) => cmd_features::run(a),
         Cmd::TopologyConf(a) => cmd_topology_conf::run(a),
     };

@@ -227,6 +227,19 @@ impl Device {
         });
         Device { minor, bus }
     }
+
+    /// The bus id in NVML's long form (`00000000:3D:00.0`), which dcgm-exporter puts in its
+    /// `pci_bus_id` label; `None` when unknown or not a bus id.
+    pub fn long_bus(&self) -> Option<String> {
+        let bus = self.bus.as_deref()?;
+        let (dom, rest) = match bus.matches(':').count() {
+            1 => ("0", bus),
+            2 => bus.split_once(':')?,
+            _ => return None,
+        };
+        let dom = u32::from_str_radix(dom, 16).ok()?;
+        Some(format!("{dom:08X}:{}", rest.to_ascii_uppercase()))
+    }
 }
 
 impl GpuHealth {
@@ -301,5 +314,19 @@ mod tests {
             vec![Reason::Xid(79), Reason::NvmlTimeout, Reason::EccCorrectable]
         );
         assert_eq!(GpuHealth::from_reasons(0, vec![]).status, Status::Ok);
+    }
+
+    #[test]
+    fn bus_ids_go_back_to_nvmls_long_form() {
+        let long = |b: &str| Device::new(None, Some(b)).long_bus();
+        assert_eq!(
+            long("00000000:3D:00.0").as_deref(),
+            Some("00000000:3D:00.0")
+        );
+        assert_eq!(long("3d:00.0").as_deref(), Some("00000000:3D:00.0"));
+        assert_eq!(long("0001:3d:00.0").as_deref(), Some("00000001:3D:00.0"));
+        assert_eq!(long("nonsense"), None);
+        assert_eq!(long("zz:1:2:3"), None);
+        assert_eq!(Device::default().long_bus(), None);
     }
 }

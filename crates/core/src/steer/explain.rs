@@ -16,6 +16,9 @@
 
 use std::fmt;
 
+mod read;
+pub use read::{Note, PlacedNode, read};
+
 use super::Placer;
 use crate::gpuset::GpuSet;
 use crate::placement::Request;
@@ -24,6 +27,10 @@ use crate::topology::{NodeTopology, PcieLevel};
 
 /// The start of gputopo's line in the comment.
 pub const MARK: &str = "gputopo:";
+
+/// The `key=` words inside a node entry of the note (for readers that must tell them from the
+/// keys of the record around it, as in `scontrol show job -o`).
+pub const NOTE_KEYS: &[&str] = &["gpus", "link", "optimal", "degraded"];
 
 /// Longest note written (bytes); nodes past it are counted, not listed. Burst buffer plugins
 /// stop appending once the comment reaches 1024 bytes, so ours stays well below that.
