@@ -201,13 +201,17 @@ pub struct GpuHealth {
     pub device: Device,
 }
 
-/// A GPU's device identity as published: its device minor (`/dev/nvidiaN`) and PCI bus id.
+/// A GPU's device identity as published: its device minor (`/dev/nvidiaN`), PCI bus id and
+/// UUID (what dcgm-exporter's `device`, `pci_bus_id` and `UUID` labels hold, so `gputopo
+/// metrics` joins with it).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Device {
     /// Device minor number.
     pub minor: Option<u32>,
     /// PCI bus id, short form (`3d:00.0`; the domain only when not 0).
     pub bus: Option<String>,
+    /// NVML's UUID (`GPU-5fd1...`).
+    pub uuid: Option<String>,
 }
 
 impl Device {
@@ -225,7 +229,19 @@ impl Device {
                 _ => b,
             }
         });
-        Device { minor, bus }
+        Device {
+            minor,
+            bus,
+            uuid: None,
+        }
+    }
+
+    /// This identity with NVML's UUID.
+    pub fn with_uuid(self, uuid: Option<&str>) -> Device {
+        Device {
+            uuid: uuid.map(str::to_string),
+            ..self
+        }
     }
 
     /// The bus id in NVML's long form (`00000000:3D:00.0`), which dcgm-exporter puts in its

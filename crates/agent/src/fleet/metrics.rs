@@ -110,8 +110,9 @@ struct GpuRow<'a> {
 }
 
 /// Owned label values of one GPU (index, device, long bus id).
-struct GpuIds {
+struct GpuIds<'a> {
     gpu: String,
+    uuid: &'a str,
     device: String,
     bus: String,
 }
@@ -225,7 +226,7 @@ fn encode_nodes(enc: &mut DescriptorEncoder, c: &Cluster) -> fmt::Result {
 }
 
 fn encode_gpus(enc: &mut DescriptorEncoder, c: &Cluster) -> fmt::Result {
-    let ids: Vec<Vec<GpuIds>> = c
+    let ids: Vec<Vec<GpuIds<'_>>> = c
         .nodes
         .iter()
         .map(|n| {
@@ -235,6 +236,7 @@ fn encode_gpus(enc: &mut DescriptorEncoder, c: &Cluster) -> fmt::Result {
                         .iter()
                         .map(|g| GpuIds {
                             gpu: g.index.to_string(),
+                            uuid: g.device.uuid.as_deref().unwrap_or_default(),
                             device: g
                                 .device
                                 .minor
@@ -259,9 +261,13 @@ fn encode_gpus(enc: &mut DescriptorEncoder, c: &Cluster) -> fmt::Result {
                     ("Hostname", node.hostname.as_str()),
                     ("gpu", id.gpu.as_str()),
                 ];
-                for (k, v) in [("device", &id.device), ("pci_bus_id", &id.bus)] {
+                for (k, v) in [
+                    ("UUID", id.uuid),
+                    ("device", id.device.as_str()),
+                    ("pci_bus_id", id.bus.as_str()),
+                ] {
                     if !v.is_empty() {
-                        labels.push((k, v.as_str()));
+                        labels.push((k, v));
                     }
                 }
                 GpuRow {

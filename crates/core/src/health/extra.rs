@@ -24,9 +24,9 @@
 //! - `gpus[].i`: Slurm GRES index (Slurm's own GPU order, `crate::identity`, tied to the NVML
 //!   device through the device minor number); `s`: `ok`|`degraded`|`unknown`|`faulty`; `r`: reason tokens (absent
 //!   when empty). GPUs the agent could not see at all are absent, or listed `unknown`.
-//! - `gpus[].m`, `gpus[].b` (optional): the device the verdict is about, its minor
-//!   (`/dev/nvidiaN`) and (the agent writes it for GPUs that are not ok) its PCI bus id in
-//!   short form (`3d:00.0`), for administrators.
+//! - `gpus[].m`, `gpus[].b`, `gpus[].u` (optional): the device the verdict is about, its
+//!   minor (`/dev/nvidiaN`), its PCI bus id in short form (`3d:00.0`) and its NVML UUID, for
+//!   administrators and for joining `gputopo metrics` with dcgm-exporter (same labels).
 //! - `links`/`pcie`: `n`×`n` matrices in GRES index order (diagonal 0), `n` = number of GPUs.
 //! - `w`: GRES indices of `ok` GPUs that run warm or throttle right now without it being
 //!   sustained (`crate::health::telemetry::warm`): a preference only (cooler GPUs first among
@@ -218,6 +218,7 @@ impl NodeHealth {
                     r: g.reasons.clone(),
                     m: g.device.minor,
                     b: g.device.bus.clone(),
+                    u: g.device.uuid.clone(),
                 })
                 .collect(),
             links: self
@@ -484,6 +485,9 @@ mod wire {
         /// PCI bus id, short form (optional, informational).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub b: Option<String>,
+        /// NVML UUID (optional, informational).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub u: Option<String>,
     }
 }
 

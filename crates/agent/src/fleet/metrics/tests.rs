@@ -105,3 +105,16 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn gpus_carry_dcgm_exporters_identity_labels_when_published() {
+    let nodes = concat!(
+        "NodeName=n1 NodeHostName=dgx01 Gres=gpu:1 GresUsed=gpu:0(IDX:N/A) State=IDLE ",
+        r#"Extra={"gputopo":{"v":1,"gpus":[{"i":0,"s":"ok","m":3,"b":"3d:00.0","u":"GPU-5fd1"}]}}"#,
+    );
+    let t = render(Some(Cluster::read(nodes, "")), Format::Prometheus);
+    assert!(
+        t.contains(r#"gputopo_gpu_allocated{node="n1",Hostname="dgx01",gpu="0",UUID="GPU-5fd1",device="nvidia3",pci_bus_id="00000000:3D:00.0"} 0"#),
+        "{t}"
+    );
+}
