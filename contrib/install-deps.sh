@@ -20,6 +20,9 @@ pkgs=(
   clang libclang-dev libmunge-dev libmariadb-dev build-essential dpkg-dev curl
   # Tools the scripts use.
   procps psmisc util-linux iproute2
+  # The e2e test of `gputopo metrics` and its dashboard scrapes it with a real Prometheus
+  # (and checks the exposition with promtool, which the package ships).
+  prometheus
 )
 
 if [ "$(id -u)" != 0 ]; then
