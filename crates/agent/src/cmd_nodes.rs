@@ -10,7 +10,7 @@
 //! Data: `scontrol show node -o -d` (each node's `Extra`) and `scontrol show job -d -o` (each
 //! running job's `Nodes=... GRES=gpu:...(IDX:...)` details).
 
-use gputopo_agent::fleet::nodes::render;
+use gputopo_agent::fleet::nodes::{render, render_history};
 pub(crate) use gputopo_agent::fleet::records::{scontrol, value};
 
 /// Arguments.
@@ -19,9 +19,13 @@ pub struct Args {
     /// Nodes to show (a Slurm host list); default all.
     #[arg(value_name = "NODES")]
     pub nodes: Option<String>,
-    /// Only GPUs that are not `ok` (and nodes without readable health).
+    /// Only GPUs that are not `ok` or are drained (and nodes without readable health).
     #[arg(long)]
     pub problems: bool,
+    /// The recent state changes of each GPU instead (agent verdicts, drains, resumes; the
+    /// last 16 per node, from the node's record).
+    #[arg(long, conflicts_with = "problems")]
+    pub history: bool,
     /// scontrol to run.
     #[arg(long, value_name = "PATH", default_value = "scontrol")]
     pub scontrol: String,
@@ -34,10 +38,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         node_args.push(n);
     }
     let nodes = scontrol(&args.scontrol, &node_args)?;
-    let jobs = scontrol(&args.scontrol, &["show", "job", "-d", "-o"])?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    if args.history {
+        print!("{}", render_history(&nodes, now));
+        return Ok(0);
+    }
+    let jobs = scontrol(&args.scontrol, &["show", "job", "-d", "-o"])?;
     print!("{}", render(&nodes, &jobs, now, args.problems));
     Ok(0)
 }

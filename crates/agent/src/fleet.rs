@@ -2,6 +2,7 @@
 //! cluster model gputopo derives from them ([`view`]), and its two renderings, the `gputopo
 //! nodes` table ([`nodes`]) and the metrics exposition ([`metrics`]).
 
+pub mod drain;
 pub mod metrics;
 pub mod nodes;
 pub mod records;

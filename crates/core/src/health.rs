@@ -18,7 +18,7 @@ pub mod violation;
 
 pub use extra::{
     ExtraError, LinkMatrix, MergeRefused, NodeHealth, Parsed, merge_extra, merge_extra_with,
-    parse_extra, read_extra,
+    parse_extra, read_extra, write_drains,
 };
 pub use policy::{Evidence, HealthPolicy, Reading, RowRemap, judge};
 

@@ -15,8 +15,10 @@
 //! listed in docs/operations.md.
 
 use super::view::{Cluster, JobState, Node, Published};
+use gputopo_core::health::extra::drain::Drain;
 use gputopo_core::health::{GpuHealth, NodeHealth, Reason, Status};
 use gputopo_core::steer::explain::Note;
+use gputopo_core::wideset::WideSet;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -104,13 +106,18 @@ const NONE: [Pair<'static>; 0] = [];
 struct GpuRow<'a> {
     node: &'a Node,
     health: &'a NodeHealth,
-    /// Position in `health.gpus`.
-    at: usize,
+    /// Its GRES index.
+    index: usize,
+    /// Position in `health.gpus`; `None` for a drained GPU the agent published no verdict
+    /// for (a node without the agent).
+    at: Option<usize>,
     labels: Labels<'a>,
 }
 
 /// Owned label values of one GPU (index, device, long bus id).
 struct GpuIds<'a> {
+    index: usize,
+    at: Option<usize>,
     gpu: String,
     uuid: &'a str,
     device: String,
@@ -202,7 +209,7 @@ fn encode_nodes(enc: &mut DescriptorEncoder, c: &Cluster) -> fmt::Result {
     gauge(
         enc,
         "gputopo_node_gpus_free",
-        "GPUs a new job could get now: not held, not faulty, on a node that takes jobs.",
+        "GPUs a new job could get now: not held, not faulty, not drained, on a node that takes jobs.",
         None,
         each().map(|(n, l)| (l, NONE, n.free().len() as i64)),
     )?;
@@ -232,19 +239,33 @@ fn encode_gpus(enc: &mut DescriptorEncoder, c: &Cluster) -> fmt::Result {
         .map(|n| {
             n.health()
                 .map(|h| {
-                    h.gpus
-                        .iter()
-                        .map(|g| GpuIds {
-                            gpu: g.index.to_string(),
-                            uuid: g.device.uuid.as_deref().unwrap_or_default(),
-                            device: g
-                                .device
-                                .minor
-                                .map(|m| format!("nvidia{m}"))
-                                .unwrap_or_default(),
-                            bus: g.device.long_bus().unwrap_or_default(),
-                        })
-                        .collect()
+                    let listed = h.gpus.iter().map(|g| GpuIds {
+                        index: g.index,
+                        at: Some(0),
+                        gpu: g.index.to_string(),
+                        uuid: g.device.uuid.as_deref().unwrap_or_default(),
+                        device: g
+                            .device
+                            .minor
+                            .map(|m| format!("nvidia{m}"))
+                            .unwrap_or_default(),
+                        bus: g.device.long_bus().unwrap_or_default(),
+                    });
+                    let verdicts: WideSet = h.gpus.iter().map(|g| g.index).collect();
+                    let unlisted = h.drained_wide().difference(&verdicts);
+                    let mut ids: Vec<GpuIds<'_>> = listed.collect();
+                    for (at, id) in ids.iter_mut().enumerate() {
+                        id.at = Some(at);
+                    }
+                    ids.extend(unlisted.iter().map(|index| GpuIds {
+                        index,
+                        at: None,
+                        gpu: index.to_string(),
+                        uuid: "",
+                        device: String::new(),
+                        bus: String::new(),
+                    }));
+                    ids
                 })
                 .unwrap_or_default()
         })
@@ -255,7 +276,7 @@ fn encode_gpus(enc: &mut DescriptorEncoder, c: &Cluster) -> fmt::Result {
         .zip(&ids)
         .filter_map(|(n, ids)| Some((n, n.health()?, ids)))
         .flat_map(|(node, health, ids)| {
-            ids.iter().enumerate().map(move |(at, id)| {
+            ids.iter().map(move |id| {
                 let mut labels = vec![
                     ("node", node.name.as_str()),
                     ("Hostname", node.hostname.as_str()),
@@ -273,37 +294,39 @@ fn encode_gpus(enc: &mut DescriptorEncoder, c: &Cluster) -> fmt::Result {
                 GpuRow {
                     node,
                     health,
-                    at,
+                    index: id.index,
+                    at: id.at,
                     labels,
                 }
             })
         })
         .collect();
-    fn gpu<'a>(r: &GpuRow<'a>) -> &'a GpuHealth {
-        &r.health.gpus[r.at]
+    fn gpu<'a>(r: &GpuRow<'a>) -> Option<&'a GpuHealth> {
+        r.health.gpus.get(r.at?)
     }
     gauge(
         enc,
         "gputopo_gpu_health",
         "The GPU's published verdict as a state set: 1 for the current state (ok, degraded, unknown, faulty), 0 for the others. Faulty GPUs are never allocated; degraded and unknown ones are used last.",
         None,
-        rows.iter().flat_map(|r| {
-            let now = gpu(r).status;
-            STATES.map(|s| {
-                (
-                    r.labels.as_slice(),
-                    [("state", s.as_str())],
-                    i64::from(s == now),
-                )
-            })
-        }),
+        rows.iter()
+            .filter_map(|r| Some((r, gpu(r)?.status)))
+            .flat_map(|(r, now)| {
+                STATES.map(|s| {
+                    (
+                        r.labels.as_slice(),
+                        [("state", s.as_str())],
+                        i64::from(s == now),
+                    )
+                })
+            }),
     )?;
     let reasons: Vec<(&[Pair<'_>], String)> = rows
         .iter()
         .flat_map(|r| {
             gpu(r)
-                .reasons
-                .iter()
+                .into_iter()
+                .flat_map(|g| g.reasons.iter())
                 .map(move |why| (r.labels.as_slice(), why.to_string()))
         })
         .collect();
@@ -319,11 +342,14 @@ fn encode_gpus(enc: &mut DescriptorEncoder, c: &Cluster) -> fmt::Result {
     let xids: Vec<(&[Pair<'_>], String, &str)> = rows
         .iter()
         .flat_map(|r| {
-            gpu(r).reasons.iter().filter_map(move |why| match why {
-                Reason::Xid(n) => Some((r.labels.as_slice(), n.to_string(), "true")),
-                Reason::XidOther(n) => Some((r.labels.as_slice(), n.to_string(), "false")),
-                _ => None,
-            })
+            gpu(r)
+                .into_iter()
+                .flat_map(|g| g.reasons.iter())
+                .filter_map(move |why| match why {
+                    Reason::Xid(n) => Some((r.labels.as_slice(), n.to_string(), "true")),
+                    Reason::XidOther(n) => Some((r.labels.as_slice(), n.to_string(), "false")),
+                    _ => None,
+                })
         })
         .collect();
     gauge(
@@ -340,7 +366,7 @@ fn encode_gpus(enc: &mut DescriptorEncoder, c: &Cluster) -> fmt::Result {
         "1 when a job holds the GPU (GresUsed).",
         None,
         rows.iter().map(|r| {
-            let held = r.node.used.contains(gpu(r).index);
+            let held = r.node.used.contains(r.index);
             (r.labels.as_slice(), NONE, i64::from(held))
         }),
     )?;
@@ -350,9 +376,42 @@ fn encode_gpus(enc: &mut DescriptorEncoder, c: &Cluster) -> fmt::Result {
         "1 when the GPU is ok but runs warm or throttles without it being sustained (gputopo prefers cooler GPUs).",
         None,
         rows.iter().map(|r| {
-            let warm = r.health.warm.contains(gpu(r).index);
+            let warm = r.health.warm.contains(r.index);
             (r.labels.as_slice(), NONE, i64::from(warm))
         }),
+    )?;
+    fn drain_of<'a>(r: &GpuRow<'a>) -> Option<&'a Drain> {
+        r.health.drained.iter().find(|d| d.index == r.index)
+    }
+    gauge(
+        enc,
+        "gputopo_gpu_drained",
+        "1 when an administrator drained the GPU (gputopo drain): never allocated to a new job, whatever its health; running jobs keep it.",
+        None,
+        rows.iter()
+            .map(|r| (r.labels.as_slice(), NONE, i64::from(drain_of(r).is_some()))),
+    )?;
+    gauge(
+        enc,
+        "gputopo_gpu_drain_info",
+        "A drained GPU's reason and who drained it; 1 while drained.",
+        None,
+        rows.iter().filter_map(|r| {
+            let d = drain_of(r)?;
+            Some((
+                r.labels.as_slice(),
+                [("reason", d.reason.as_str()), ("user", d.user.as_str())],
+                1,
+            ))
+        }),
+    )?;
+    gauge(
+        enc,
+        "gputopo_gpu_drain_timestamp",
+        "When the GPU was drained (Unix time).",
+        Some(&Unit::Seconds),
+        rows.iter()
+            .filter_map(|r| Some((r.labels.as_slice(), NONE, drain_of(r)?.time as i64))),
     )
 }
 

@@ -5,7 +5,7 @@
 //! One model for `gputopo metrics` (and the dashboard built on it); pure, from the two texts.
 
 use super::records::{Record, gpu_count, gpu_indices, job_gpus, value_with_inner};
-use gputopo_core::health::{LinkMatrix, NodeHealth, Status, read_extra};
+use gputopo_core::health::{LinkMatrix, NodeHealth, read_extra};
 use gputopo_core::steer::explain::{self, Note};
 use gputopo_core::wideset::WideSet;
 
@@ -49,10 +49,10 @@ impl Node {
         }
     }
 
-    /// GPUs gputopo never hands out: published faulty.
+    /// GPUs gputopo never hands out: published faulty, or drained by an administrator.
     pub fn excluded(&self) -> WideSet {
         self.health()
-            .map(|h| h.with_status_wide(Status::Faulty))
+            .map(NodeHealth::excluded_wide)
             .unwrap_or_default()
     }
 

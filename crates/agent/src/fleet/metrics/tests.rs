@@ -118,3 +118,32 @@ fn gpus_carry_dcgm_exporters_identity_labels_when_published() {
         "{t}"
     );
 }
+
+#[test]
+fn drained_gpus_with_and_without_the_agents_verdict() {
+    let nodes = concat!(
+        "NodeName=n1 Gres=gpu:2 GresUsed=gpu:0(IDX:N/A) State=IDLE ",
+        r#"Extra={"gputopo":{"v":1,"gpus":[{"i":0,"s":"ok"},{"i":1,"s":"ok"}]},"gputopo_drain":{"v":1,"gpus":[{"i":1,"r":"RMA 7","u":"alice","t":50}]}}"#,
+        "\nNodeName=n2 Gres=gpu:2 GresUsed=gpu:0(IDX:N/A) State=IDLE ",
+        r#"Extra={"gputopo_drain":{"v":1,"gpus":[{"i":0,"r":"test","u":"root","t":60}]}}"#,
+        "\n",
+    );
+    let t = render(Some(Cluster::read(nodes, "")), Format::OpenMetrics);
+    for want in [
+        r#"gputopo_gpu_drained{node="n1",Hostname="n1",gpu="0"} 0"#,
+        r#"gputopo_gpu_drained{node="n1",Hostname="n1",gpu="1"} 1"#,
+        r#"gputopo_gpu_drain_info{node="n1",Hostname="n1",gpu="1",reason="RMA 7",user="alice"} 1"#,
+        r#"gputopo_gpu_drain_timestamp_seconds{node="n1",Hostname="n1",gpu="1"} 50"#,
+        r#"gputopo_gpu_drained{node="n2",Hostname="n2",gpu="0"} 1"#,
+        r#"gputopo_node_gpus_free{node="n1",Hostname="n1"} 1"#,
+        r#"gputopo_node_gpus_free{node="n2",Hostname="n2"} 1"#,
+    ] {
+        assert!(t.lines().any(|l| l == want), "missing {want}\n{t}");
+    }
+    assert_eq!(sum(&t, "gputopo_gpu_drained", &[]), 2);
+    assert_eq!(
+        sum(&t, "gputopo_gpu_health", &[r#"node="n2""#]),
+        0,
+        "no verdict, no state"
+    );
+}
