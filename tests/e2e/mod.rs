@@ -10,6 +10,7 @@ mod gang;
 mod gres_configs;
 mod harness;
 mod identity;
+mod metrics;
 mod preempt;
 mod preempt_qos;
 mod priority;

@@ -188,7 +188,7 @@ pub fn pending(nodes: &[(String, String)]) -> Option<String> {
         f => format!("{n}[{f}]"),
     });
     Some(bounded(
-        format!("{MARK} pending, nodes withheld for faulty GPUs: "),
+        format!("{MARK} pending, nodes withheld for faulty or drained GPUs: "),
         items,
         ",",
     ))
@@ -334,7 +334,7 @@ mod tests {
         assert_eq!(pending(&[]), None);
         assert_eq!(
             pending(&[("n2".into(), "5-6".into()), ("n4".into(), String::new())]).as_deref(),
-            Some("gputopo: pending, nodes withheld for faulty GPUs: n2[5-6],n4")
+            Some("gputopo: pending, nodes withheld for faulty or drained GPUs: n2[5-6],n4")
         );
     }
 
@@ -346,7 +346,7 @@ mod tests {
         let bb = "12/01/26 10:00:00 burst_buffer/lua: setup: failed";
         let both = format!("{bb}\n{ours}");
         assert_eq!(merge(Some(bb), Some(ours)), Some(both.clone()));
-        let newer = "gputopo: pending, nodes withheld for faulty GPUs: n2";
+        let newer = "gputopo: pending, nodes withheld for faulty or drained GPUs: n2";
         assert_eq!(
             merge(Some(&both), Some(newer)),
             Some(format!("{bb}\n{newer}"))
