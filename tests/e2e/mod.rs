@@ -4,6 +4,7 @@ mod agent;
 mod agent_telemetry;
 mod checkpoint;
 mod cons_tres_features;
+mod drain;
 mod engine;
 mod foundation;
 mod gang;

@@ -121,6 +121,67 @@ pub fn changes(old: Option<&NodeHealth>, new: &NodeHealth, time: u64) -> Vec<Eve
         .collect()
 }
 
+/// Every change between two readings of a node's record, for the select plugin's log: the
+/// agent's verdict changes ([`changes`]) and the drains added and lifted (by the
+/// administrator who drained; a lifted drain names nobody, the record does not say who).
+pub fn transitions(old: Option<&NodeHealth>, new: &NodeHealth) -> Vec<Event> {
+    let mut out = changes(old, new, new.time.unwrap_or(0));
+    let before = old.map(NodeHealth::drained_wide).unwrap_or_default();
+    for d in new.drained.iter().filter(|d| !before.contains(d.index)) {
+        out.push(Event {
+            time: d.time,
+            index: d.index,
+            to: "drained".into(),
+            from: new
+                .status(d.index)
+                .map_or_else(String::new, |s| s.as_str().to_string()),
+            src: Source::Admin,
+            user: Some(d.user.clone()),
+            why: vec![d.reason.clone()],
+        });
+    }
+    let now = new.drained_wide();
+    for d in old
+        .into_iter()
+        .flat_map(|o| o.drained.iter())
+        .filter(|d| !now.contains(d.index))
+    {
+        out.push(Event {
+            time: new.time.unwrap_or(0),
+            index: d.index,
+            to: "resumed".into(),
+            from: "drained".into(),
+            src: Source::Admin,
+            user: None,
+            why: Vec::new(),
+        });
+    }
+    out.sort_by_key(|e| e.index);
+    out
+}
+
+/// One line for slurmctld's log: `node n1 GPU 5 (86:00.0): ok -> faulty by agent
+/// (ecc_uncorrectable)`.
+pub fn log_line(node: &str, bus: Option<&str>, e: &Event) -> String {
+    let bus = bus.map(|b| format!(" ({b})")).unwrap_or_default();
+    let from = if e.from.is_empty() { "" } else { &e.from };
+    let arrow = if from.is_empty() {
+        format!("now {}", e.to)
+    } else {
+        format!("{from} -> {}", e.to)
+    };
+    let who = match &e.user {
+        Some(u) => format!("{} {u}", e.src.as_str()),
+        None => e.src.as_str().to_string(),
+    };
+    let why = if e.why.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", e.why.join(", "))
+    };
+    format!("node {node} GPU {}{bus}: {arrow} by {who}{why}", e.index)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +213,39 @@ mod tests {
         assert!(changes(Some(&after), &after, 8).is_empty());
         // No earlier record: only GPUs that are not ok are news.
         assert_eq!(changes(None, &after, 9).len(), 2);
+    }
+
+    #[test]
+    fn transitions_name_drains_and_resumes_with_the_administrator() {
+        let mut before = health(vec![
+            GpuHealth::from_reasons(0, vec![]),
+            GpuHealth::from_reasons(1, vec![]),
+        ]);
+        before.drained =
+            crate::health::extra::drain::add(&[], &[1].into_iter().collect(), "RMA 7", "alice", 5);
+        let mut after = health(vec![
+            GpuHealth::from_reasons(0, vec![Reason::Xid(79)]),
+            GpuHealth::from_reasons(1, vec![]),
+        ]);
+        let t = transitions(Some(&before), &after);
+        let lines: Vec<String> = t
+            .iter()
+            .map(|e| log_line("n1", Some("3d:00.0"), e))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "node n1 GPU 0 (3d:00.0): ok -> faulty by agent (xid_79)",
+                "node n1 GPU 1 (3d:00.0): drained -> resumed by administrator",
+            ]
+        );
+        after.drained = before.drained.clone();
+        let t = transitions(Some(&health(vec![])), &after);
+        assert_eq!(
+            log_line("n1", None, t.last().expect("the drain")),
+            "node n1 GPU 1: ok -> drained by administrator alice (RMA 7)"
+        );
+        assert!(transitions(Some(&after), &after).is_empty());
     }
 
     #[test]
