@@ -23,6 +23,14 @@ fn gputopo(c: &Cluster, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The job no longer holds its GPUs (gone, or CANCELLED and no longer COMPLETING).
+fn ended(c: &Cluster, job: u32) -> bool {
+    !matches!(
+        c.job_state(job).as_deref(),
+        Some("RUNNING" | "COMPLETING" | "PENDING")
+    )
+}
+
 fn drained(c: &Cluster) -> Vec<usize> {
     health(c, "n1").map_or_else(Vec::new, |h| h.drained.iter().map(|d| d.index).collect())
 }
@@ -68,7 +76,7 @@ fn a_drained_gpu_stays_out_of_new_jobs_until_resumed() {
         "{table}"
     );
     c.ok("scancel", &[&all.to_string()]);
-    c.wait_until("the job to leave", WAIT, || c.job_state(all).is_none());
+    c.wait_until("the job to end", WAIT, || ended(&c, all));
 
     // An 8-GPU job waits and says why; a 7-GPU job runs without GPU 3.
     let eight = c.sbatch(&["--gres=gpu:8", "--wrap", "sleep 600"]);
@@ -84,9 +92,7 @@ fn a_drained_gpu_stays_out_of_new_jobs_until_resumed() {
         [("n1".to_string(), vec![0, 1, 2, 4, 5, 6, 7])]
     );
     c.ok("scancel", &[&seven.to_string()]);
-    c.wait_until("the 7-GPU job to leave", WAIT, || {
-        c.job_state(seven).is_none()
-    });
+    c.wait_until("the 7-GPU job to end", WAIT, || ended(&c, seven));
 
     // The drain survives restarts, a reconfigure and the agent's publishes.
     c.restart_slurmctld();
@@ -104,6 +110,15 @@ fn a_drained_gpu_stays_out_of_new_jobs_until_resumed() {
         c.gres_idx(eight),
         [("n1".to_string(), (0..8).collect::<Vec<_>>())]
     );
+    let hist = gputopo(&c, &["nodes", "n1", "--history"]);
+    for want in [
+        "ok->drained",
+        "drained->resumed",
+        "e2e RMA 1234",
+        "administrator root",
+    ] {
+        assert!(hist.contains(want), "{want} missing:\n{hist}");
+    }
 
     // Draining every GPU drains the node in Slurm (sinfo -R), and a resume undoes it.
     let out = gputopo(
@@ -111,7 +126,7 @@ fn a_drained_gpu_stays_out_of_new_jobs_until_resumed() {
         &["drain", "n1", "--gpu", "0-7", "--reason", "e2e maintenance"],
     );
     assert!(out.contains("node drained"), "{out}");
-    let reasons = c.ok("sinfo", &["-R", "-h", "-o", "%n %E"]);
+    let reasons = c.ok("sinfo", &["-R", "-h", "-o", "%N %E"]);
     assert!(
         reasons.contains("n1 gputopo: every GPU is drained or faulty (drained 0-7)"),
         "{reasons}"
@@ -123,14 +138,13 @@ fn a_drained_gpu_stays_out_of_new_jobs_until_resumed() {
     );
     let out = gputopo(&c, &["resume", "n1", "--gpu", "0-7"]);
     assert!(out.contains("node resumed"), "{out}");
-    assert!(c.ok("sinfo", &["-R", "-h", "-o", "%n"]).trim().is_empty());
+    assert!(c.ok("sinfo", &["-R", "-h", "-o", "%N"]).trim().is_empty());
 
-    // Each change is one info line in slurmctld.log and a history entry.
-    // One line per change, with the GPU's bus id: `gputopo: node n1 GPU 3 (0a:00.0): ok ->
-    // drained by administrator root (e2e RMA 1234)`.
+    // One line per change at Slurm's info level, with the GPU's bus id: `select/gputopo:
+    // node n1 GPU 3 (0a:00.0): ok -> drained by administrator root (e2e RMA 1234)`.
     c.wait_until("slurmctld to log the drain", WAIT, || {
         c.slurmctld_log().lines().any(|l| {
-            l.contains("gputopo: node n1 GPU 3 (")
+            l.contains("select/gputopo: node n1 GPU 3 (")
                 && l.contains("): ok -> drained by administrator root (e2e RMA 1234)")
         })
     });
@@ -143,8 +157,9 @@ fn a_drained_gpu_stays_out_of_new_jobs_until_resumed() {
         log.contains("drained -> resumed by administrator"),
         "no resume line"
     );
+    // The history keeps the newest 16 changes of the node: the maintenance drain and resume
+    // of eight GPUs are the last ones.
     let hist = gputopo(&c, &["nodes", "n1", "--history"]);
-    for want in ["ok->drained", "drained->resumed", "e2e RMA 1234"] {
-        assert!(hist.contains(want), "{want} missing:\n{hist}");
-    }
+    assert_eq!(hist.lines().count(), 1 + 16, "{hist}");
+    assert_eq!(hist.matches("e2e maintenance").count(), 8, "{hist}");
 }

@@ -18,6 +18,7 @@ use gputopo_core::placement::engine::Gputopo;
 use gputopo_core::steer::health_cache::{HealthCache, Lookup};
 use gputopo_core::steer::key_memo::KeyMemos;
 
+use crate::slurm::log::EVENTS;
 use crate::slurm::node::NodeView;
 
 mod model;
@@ -116,7 +117,7 @@ impl SteerState {
                 .iter()
                 .find(|g| g.index == e.index)
                 .and_then(|g| g.device.bus.as_deref());
-            log::info!("gputopo: {}", history::log_line(node, bus, &e));
+            log::info!(target: EVENTS, "{}", history::log_line(node, bus, &e));
         }
         seen.insert(node.to_owned(), Arc::clone(new));
     }
