@@ -10,7 +10,7 @@
 //! contrib/grafana/gputopo-fleet.json must return data, and the GpuFaulty alert must fire.
 
 use super::agent::{extra, health, start};
-use super::harness::{Cluster, WAIT, repo};
+use super::harness::{Cluster, WAIT, repo, select};
 use gputopo_core::health::{Status, parse_extra};
 use std::process::{Child, Command, Stdio};
 
@@ -88,6 +88,10 @@ fn prometheus_missing() -> bool {
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn prometheus_sees_the_clusters_faulty_drained_and_optimal_gpus() {
+    if select() != "gputopo" {
+        eprintln!("skipped: placement notes and drains come from select/gputopo");
+        return;
+    }
     if prometheus_missing() {
         eprintln!("skipped: no prometheus command (contrib/install-deps.sh installs Debian's)");
         return;
