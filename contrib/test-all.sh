@@ -11,6 +11,7 @@
 #               package once per release (SLURM_SRC_DIR = that release's tree)
 #   unit        cargo test (the workspace's default members: no Slurm needed)
 #   benches     the core's criterion benchmarks, quick form (numbers only, no assertions)
+#   bench-metrics  benches/metrics.rs, quick form (a 1,000-node scrape next to gputopo nodes)
 #   peer-compare  contrib/peer-compare.sh: go-gpuallocator's expected answers (fails on a case
 #               where gputopo's set, or its leftover at an equal set, is worse)
 #   per release R in 22.05.8 24.11.5:
@@ -99,6 +100,8 @@ phase unit cargo test
 # Criterion benchmarks of the core in their quick form: they print numbers, they assert nothing.
 phase benches cargo bench -p gputopo-core --bench placement --bench sim --bench priority \
   --bench steer --bench victims -- --quick --noplot
+# One gputopo metrics scrape of a 1,000-node cluster against gputopo nodes on the same data.
+phase bench-metrics cargo bench -p gputopo-agent --bench metrics -- --quick --noplot
 
 # The gputopo command (gres.conf for the harness; the agent's e2e tests also run it).
 phase gputopo-bin cargo build --release -p gputopo-agent --bin gputopo
