@@ -364,6 +364,13 @@ pub fn read_extra(extra: &str) -> Result<Option<Parsed>, ExtraError> {
     }))
 }
 
+/// Why `extra` is our own record made unusable (truncated, corrupted, another version),
+/// `None` when it is usable or not ours (an administrator's note, empty). The agent replaces
+/// such a record ([`merge_extra`]) and says so with this message.
+pub fn own_malformed(extra: &str) -> Option<ExtraError> {
+    read_extra(extra).err()
+}
+
 /// Why [`merge_extra`] refused to write.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MergeRefused {
@@ -392,8 +399,12 @@ pub enum MergeRefused {
 /// GPUs whose state changed since the health `existing` held. Empty and `(null)` count as no
 /// value.
 ///
+/// Our own record made unusable ([`own_malformed`]) is replaced whole, unless it holds drains
+/// (they could not be carried over, and the select plugin keeps the last good ones meanwhile).
+///
 /// # Errors
-/// [`MergeRefused`] when `existing` is a non-JSON string or JSON that is not an object.
+/// [`MergeRefused`] when `existing` is a non-JSON string or JSON that is not an object, or
+/// holds drains that cannot be read (in a record that parses or in our own unusable one).
 pub fn merge_extra(existing: &str, ours: &NodeHealth) -> Result<String, MergeRefused> {
     merge_extra_with(existing, ours, None)
 }
@@ -410,6 +421,7 @@ pub fn merge_extra_with(
     labels: Option<&labels::Labels>,
 ) -> Result<String, MergeRefused> {
     let obj = compose::object_of(existing)?;
+    let drains = compose::drains_of(&obj)?;
     let before = read_extra(existing).ok().flatten().map(|p| p.health);
     let events = history::changes(before.as_ref(), ours, ours.time.unwrap_or(0));
     Ok(compose::write(
@@ -418,7 +430,7 @@ pub fn merge_extra_with(
             health: Some(ours),
             write_health: true,
             labels,
-            drains: None,
+            drains,
             events,
         },
     ))
@@ -447,7 +459,7 @@ pub fn write_drains(
             health: health.as_ref(),
             write_health: false,
             labels: None,
-            drains: Some(drains),
+            drains,
             events,
         },
     ))

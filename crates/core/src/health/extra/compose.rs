@@ -5,7 +5,7 @@
 
 use super::drain::{self, Drain};
 use super::history::{self, Event};
-use super::{MergeRefused, NodeHealth, flat, labels};
+use super::{MergeRefused, NodeHealth, flat, labels, own_malformed};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use std::collections::BTreeMap;
@@ -29,8 +29,32 @@ pub(super) fn object_of(existing: &str) -> Result<Object, MergeRefused> {
         Err(_) if serde_json::from_str::<Value>(t).is_ok() => {
             Err(MergeRefused::NotObject(preview()))
         }
-        Err(_) => Err(MergeRefused::NotJson(preview())),
+        // Our own record, truncated or corrupted: nothing else in it can be read back, and
+        // leaving it would keep the node's health stale for good; but drains in it cannot
+        // be carried over, so such a record is left for an administrator (the select plugin
+        // keeps the node's last good health, drains included).
+        Err(_) => match own_malformed(t) {
+            Some(e) if t.contains(concat!("\"", "gputopo_drain", "\"")) => {
+                Err(MergeRefused::Unreadable(e.0))
+            }
+            Some(_) => Ok(Object::new()),
+            None => Err(MergeRefused::NotJson(preview())),
+        },
     }
+}
+
+/// The drains `obj` holds (none when it has no drain key).
+///
+/// # Errors
+/// [`MergeRefused::Unreadable`] when its drain value does not parse: writing around it would
+/// leave a record the select plugin cannot read, and dropping it would lift drains.
+pub(super) fn drains_of(obj: &Object) -> Result<Vec<Drain>, MergeRefused> {
+    let Some(v) = obj.get(drain::KEY) else {
+        return Ok(Vec::new());
+    };
+    serde_json::from_str::<drain::Wire>(v.get())
+        .map_err(|e| MergeRefused::Unreadable(format!("{}: {e}", drain::KEY)))
+        .and_then(|w| drain::check(w).map_err(|e| MergeRefused::Unreadable(e.0)))
 }
 
 /// What to write.
@@ -41,8 +65,8 @@ pub(super) struct Parts<'a> {
     pub write_health: bool,
     /// New capability labels; `None` keeps the published ones in place.
     pub labels: Option<&'a labels::Labels>,
-    /// New drains; `None` keeps the object's own (an unreadable value is kept verbatim).
-    pub drains: Option<Vec<Drain>>,
+    /// The drains to write (the caller read the object's own with [`drains_of`] to keep them).
+    pub drains: Vec<Drain>,
     /// Events to add to the history.
     pub events: Vec<Event>,
 }
@@ -65,22 +89,8 @@ pub(super) fn write(mut obj: Object, parts: Parts<'_>) -> String {
             .collect(),
         None => kept,
     };
-    let old_drains = obj.remove(drain::KEY);
-    // The drains to write (as JSON) and the set the flat keys count; an unreadable value is
-    // kept as it is and counts as none (the select plugin holds the node's last good health).
-    let (drain_json, drained) = match parts.drains {
-        Some(d) => (drain::to_json(&d), drain::indices(&d)),
-        None => {
-            let read = old_drains
-                .as_ref()
-                .and_then(|v| serde_json::from_str::<drain::Wire>(v.get()).ok())
-                .and_then(|w| drain::check(w).ok());
-            match (read, old_drains) {
-                (Some(d), _) => (drain::to_json(&d), drain::indices(&d)),
-                (None, v) => (v.map(|v| v.get().to_string()), Default::default()),
-            }
-        }
-    };
+    obj.remove(drain::KEY);
+    let (drain_json, drained) = (drain::to_json(&parts.drains), drain::indices(&parts.drains));
     let old_hist = obj
         .remove(history::KEY)
         .and_then(|v| serde_json::from_str::<Value>(v.get()).ok());
@@ -196,20 +206,24 @@ mod tests {
         // Someone broke the drain record: the plugin must not read it as "no drain" ...
         let broken = r#"{"gputopo_drain":{"v":1,"gpus":[{"i":"three"}]}}"#;
         assert!(read_extra(broken).is_err());
-        // ... the drain command refuses to guess, and the agent keeps it verbatim.
-        assert!(matches!(
+        // ... and neither the drain command nor the agent writes around it or drops it.
+        for refused in [
             write_drains(broken, vec![], vec![]),
+            merge_extra(broken, &health(&[], 2)),
+        ] {
+            assert!(
+                matches!(refused, Err(MergeRefused::Unreadable(_))),
+                "{refused:?}"
+            );
+        }
+        // Our own record truncated: the agent replaces it, but not when drains were in it.
+        let truncated = &only[..only.len() - 9];
+        assert!(matches!(
+            merge_extra(truncated, &health(&[], 2)),
             Err(MergeRefused::Unreadable(_))
         ));
-        let kept = merge_extra(broken, &health(&[], 2)).expect("merge");
-        assert!(
-            kept.contains(r#""gputopo_drain":{"v":1,"gpus":[{"i":"three"}]}"#),
-            "{kept}"
-        );
-        assert!(
-            read_extra(&kept).is_err(),
-            "still unusable, so the last good health holds"
-        );
+        let plain = merge_extra("", &health(&[], 2)).expect("merge");
+        assert!(merge_extra(&plain[..plain.len() - 5], &health(&[], 2)).is_ok());
     }
 
     #[test]
