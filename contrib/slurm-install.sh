@@ -15,7 +15,11 @@
 # tree stays pristine for bindgen. A stamp file marks a finished install; later calls return at
 # once. configure finds mariadb_config (libmariadb-dev) by itself and then also builds the
 # accounting_storage/mysql plugin slurmdbd needs; --with-json (libjson-c-dev) builds serializer/json,
-# which SchedulerParameters=extra_constraints and `sbatch --extra` need. The build log is kept next to the install (build.log) for failures.
+# which SchedulerParameters=extra_constraints and `sbatch --extra` need. --with-nvml builds the
+# gpu/nvml plugin (gres.conf AutoDetect=nvml) against NVIDIA's header and the project's fake
+# libnvidia-ml (contrib/nvml-dev.sh, cached outside the checkout); slurmd loads NVML only on a
+# node whose gres.conf says AutoDetect=nvml, every other node keeps gpu/generic. The build log
+# is kept next to the install (build.log) for failures.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,6 +34,10 @@ case $ver in
     fi
     /usr/sbin/slurmctld -V | grep -q "slurm-wlm 22.05.8\|slurm 22.05.8" ||
       { echo "slurm-install.sh: /usr/sbin/slurmctld is not 22.05.8: $(/usr/sbin/slurmctld -V)" >&2; exit 1; }
+    # Debian's gpu/nvml plugin (contrib section) for AutoDetect=nvml in the harness; without it
+    # those tests report "skipped".
+    "$here/debian-nvml-plugin.sh" >/dev/null ||
+      echo "slurm-install.sh: warning: Debian's gpu/nvml plugin is not available; AutoDetect=nvml tests on 22.05.8 will be skipped" >&2
     echo /usr
     exit 0 ;;
   24.11.5) ;;
@@ -40,13 +48,14 @@ esac
 prefix=$cache/slurm-$ver
 stamp=$prefix/.gputopo-installed
 # The stamp holds the build's options: a cached build made with other options is rebuilt.
-options="--disable-debug --enable-multiple-slurmd --with-munge --with-json=/usr"
+options="--disable-debug --enable-multiple-slurmd --with-munge --with-json=/usr --with-nvml=$("$here/nvml-dev.sh" --prefix)"
 built() { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$options" ]; }
 if built; then echo "$prefix"; exit 0; fi
 if [ "$ver" != 24.11.5 ]; then
   cat >&2 <<EOM
 slurm-install.sh: Slurm $ver is not installed at $prefix, and no package registry serves its
-source. Build it from your own tree (as this script builds 24.11.5): in a copy of the tree,
+source. Build it from your own tree (as this script builds 24.11.5): run contrib/nvml-dev.sh
+(NVML's header and the fake library for --with-nvml), then in a copy of the tree,
   ./configure --prefix=$prefix --sysconfdir=$prefix/etc $options
   make && make install
   echo "$options" > $stamp
@@ -61,6 +70,7 @@ flock 8
 if built; then echo "$prefix"; exit 0; fi
 
 src=$("$here/../slurm-headers/fetch-slurm.sh" "$ver")
+"$here/nvml-dev.sh" >/dev/null || { echo "slurm-install.sh: contrib/nvml-dev.sh failed" >&2; exit 1; }
 build=$cache/build/slurm-$ver
 rm -rf "$build" "$prefix"
 mkdir -p "$cache/build" "$prefix"
@@ -77,11 +87,14 @@ fail() { echo "slurm-install.sh: $1 failed; last lines of $log:" >&2; tail -n 30
   fail configure
 grep -q '^#define MULTIPLE_SLURMD 1' "$build/config.h" || fail "configure --enable-multiple-slurmd"
 grep -q '^#define HAVE_JSON_C 1\|^#define HAVE_JSON 1' "$build/config.h" || fail "configure --with-json (libjson-c-dev missing?)"
+grep -q '^#define HAVE_NVML 1' "$build/config.h" || fail "configure --with-nvml"
+grep -q '^#define HAVE_MIG_SUPPORT 1' "$build/config.h" || fail "configure --with-nvml (no MIG support)"
 make -C "$build" -j"$(nproc)" >>"$log" 2>&1 || fail make
 make -C "$build" install >>"$log" 2>&1 || fail "make install"
 "$prefix/sbin/slurmctld" -V | grep -q "slurm $ver" || fail "version check"
 # serializer/json: needed by SchedulerParameters=extra_constraints and --extra.
 [ -f "$prefix/lib/slurm/serializer_json.so" ] || fail "serializer/json plugin"
+[ -f "$prefix/lib/slurm/gpu_nvml.so" ] || fail "gpu/nvml plugin"
 rm -rf "$build"
 echo "built in $(( $(date +%s) - start )) s" >> "$log"
 echo "$options" > "$stamp"

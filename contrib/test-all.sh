@@ -26,8 +26,11 @@
 #               concurrent shards of one cluster each (contrib/e2e-shards.sh)
 #     stock-R   the tests that compare with stock Slurm again with GPUTOPO_SELECT=cons_tres
 #     bench-select-R  contrib/bench-select.sh, light form (overhead next to stock cons_tres)
-#     package-R contrib/test-package.sh R: the Debian package built, installed with dpkg -i, a
-#               GPU job run through the installed files, then removed and purged
+#     package-R contrib/test-package.sh R: the Debian package and the RPM built (rpmbuild) and
+#               inspected, each installed in a scratch host (contrib/pkg-sandbox.sh), a GPU job
+#               run through the installed files, upgrade/downgrade/reinstall while slurmctld
+#               runs, removal while slurm.conf still names the plugin directory; the 24.11.5
+#               .deb on a host whose Slurm lives under another prefix than the build's
 #   smoke       contrib/smoke-releases.sh: every other release whose tree and install are cached
 #               (25.05.8, 25.11.7, 26.05.3, ... built by hand from a site's tree), newest first:
 #               plugin build, ABI checks, plugin unit tests and 4 e2e tests, within
@@ -36,7 +39,7 @@
 #
 # Environment: GPUTOPO_RELEASES (default "22.05.8 24.11.5"), GPUTOPO_STOCK_TESTS (test name
 # filters for the stock run, default "e2e::foundation e2e::select e2e::identity
-# e2e::gres_configs e2e::engine e2e::shared e2e::preempt e2e::gang e2e::cons_tres_features e2e::resv_gres"),
+# e2e::gres_configs e2e::engine e2e::shared e2e::preempt e2e::gang e2e::cons_tres_features e2e::resv_gres e2e::autodetect"),
 # GPUTOPO_E2E_SHARDS (1 = one test at a time, as cargo test --test-threads=1), CARGO_TARGET_DIR.
 set -uo pipefail
 
@@ -48,7 +51,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
 case $CARGO_TARGET_DIR in /*) ;; *) CARGO_TARGET_DIR=$repo/$CARGO_TARGET_DIR ;; esac
 export CARGO_TERM_COLOR=never
 releases=${GPUTOPO_RELEASES:-22.05.8 24.11.5}
-stock_tests=${GPUTOPO_STOCK_TESTS:-e2e::foundation e2e::select e2e::identity e2e::gres_configs e2e::engine e2e::shared e2e::preempt e2e::gang e2e::cons_tres_features e2e::resv_gres}
+stock_tests=${GPUTOPO_STOCK_TESTS:-e2e::foundation e2e::select e2e::identity e2e::gres_configs e2e::engine e2e::shared e2e::preempt e2e::gang e2e::cons_tres_features e2e::resv_gres e2e::autodetect}
 shards=${GPUTOPO_E2E_SHARDS:-2}
 logdir=$CARGO_TARGET_DIR/test-all
 mkdir -p "$logdir"

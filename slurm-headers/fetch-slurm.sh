@@ -83,14 +83,9 @@ fi
 
 tree=$tmp/tree
 # The two generated headers bindgen needs (their content does not depend on configure options).
-[ -f "$tree/config.h" ] || : > "$tree/config.h"
-if [ ! -f "$tree/slurm/slurm_version.h" ]; then
-  meta() { awk -v k="$1" '$1 == k":" { print $2 }' "$tree/META"; }
-  major=$(meta Major); minor=$(meta Minor); micro=$(meta Micro)
-  [ "$major.$minor.$micro" = "$ver" ] || { echo "fetch-slurm.sh: META says $major.$minor.$micro, expected $ver" >&2; exit 1; }
-  printf '#ifndef _SLURM_VERSION_H_\n#define _SLURM_VERSION_H_\n#define SLURM_VERSION_NUMBER 0x%02x%02x%02x\n#define SLURM_VERSION_NUM(a,b,c) (((a) << 16) + ((b) << 8) + (c))\n#define SLURM_VERSION_MAJOR(a) (((a) >> 16) & 0xff)\n#define SLURM_VERSION_MINOR(a) (((a) >> 8) & 0xff)\n#define SLURM_VERSION_MICRO(a) ((a) & 0xff)\n#define SLURM_VERSION_STRING "%s"\n#endif\n' \
-    "$((10#$major))" "$((10#$minor))" "$((10#$micro))" "$ver" > "$tree/slurm/slurm_version.h"
-fi
+got=$("$(dirname "$0")/prepare-tree.sh" --release "$tree")
+[ "$got" = "$ver" ] || { echo "fetch-slurm.sh: META says $got, expected $ver" >&2; exit 1; }
+"$(dirname "$0")/prepare-tree.sh" "$tree" --in-place >/dev/null
 touch "$tree/.gputopo-ready"
 rm -rf "$dest"
 mv "$tree" "$dest"

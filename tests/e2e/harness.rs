@@ -202,12 +202,18 @@ impl Cluster {
             ("--node-topology", &opts.node_topology),
             ("--node-weight", &opts.node_weight),
             ("--node-gres-of", &opts.node_gres_of),
+            ("--nvml", &opts.nvml),
         ] {
             if let Some(v) = v {
                 args.extend([flag.into(), v.clone()]);
             }
         }
-        let out = Command::new(repo().join("contrib/cluster.sh"))
+        let mut cmd = Command::new(repo().join("contrib/cluster.sh"));
+        if opts.nvml.is_some() {
+            cmd.env("FAKE_NVML_LIB", super::agent::fake_lib())
+                .env("FAKE_NVML_TREE", super::agent::fake_tree());
+        }
+        let out = cmd
             .args(&args)
             .env("GPUTOPO_BIN", gputopo_bin())
             .env(

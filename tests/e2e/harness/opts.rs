@@ -48,6 +48,9 @@ pub struct Opts {
     pub slurmctld_prefix: Option<String>,
     /// A backup controller (a second `SlurmctldHost`) in standby (`cluster.sh --backup`).
     pub backup: bool,
+    /// Nodes whose slurmd sees a fake NVML's GPUs (`n1=FIXTURE,...`, `cluster.sh --nvml`):
+    /// with `AutoDetect=nvml` in gres.conf, Slurm's own gpu/nvml plugin detects them.
+    pub nvml: Option<String>,
 }
 
 impl Default for Opts {
@@ -71,6 +74,7 @@ impl Default for Opts {
             node_gres_of: None,
             slurmctld_prefix: None,
             backup: false,
+            nvml: None,
         }
     }
 }

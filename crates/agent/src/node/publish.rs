@@ -56,6 +56,16 @@ pub struct Args {
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let s = Settings::load(args.node.clone())?;
+    publish(&args, &s)
+}
+
+/// One health check and publication with resolved settings (`run`, and each cycle of
+/// `gputopo serve`).
+///
+/// # Errors
+/// As `run`.
+pub fn publish(args: &Args, s: &Settings) -> anyhow::Result<i32> {
+    let s = s.clone();
     let r = report::collect_with(&s, true, !args.dry_run);
     r.print_notes();
     if r.refusal.is_some() {
