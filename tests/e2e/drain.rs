@@ -9,7 +9,7 @@
 //! drain keeps jobs off GPU 3).
 
 use super::agent::{extra, health, start};
-use super::harness::{Cluster, WAIT, select};
+use super::harness::{Cluster, WAIT, gputopo_only};
 
 fn gputopo(c: &Cluster, args: &[&str]) -> String {
     let bin = super::harness::gputopo_bin();
@@ -38,8 +38,7 @@ fn drained(c: &Cluster) -> Vec<usize> {
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn a_drained_gpu_stays_out_of_new_jobs_until_resumed() {
-    if select() != "gputopo" {
-        eprintln!("skipped: drains are honoured by select/gputopo, not by stock cons_tres");
+    if !gputopo_only() {
         return;
     }
     let Some((_rig, c)) = start("drain", "dgx1v", &[("n1", "dgx1v-healthy")], "") else {

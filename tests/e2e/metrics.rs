@@ -10,7 +10,7 @@
 //! contrib/grafana/gputopo-fleet.json must return data, and the GpuFaulty alert must fire.
 
 use super::agent::{extra, health, start};
-use super::harness::{Cluster, WAIT, repo, select};
+use super::harness::{Cluster, WAIT, gputopo_only, repo, skip};
 use gputopo_core::health::{Status, parse_extra};
 use std::process::{Child, Command, Stdio};
 
@@ -88,12 +88,11 @@ fn prometheus_missing() -> bool {
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn prometheus_sees_the_clusters_faulty_drained_and_optimal_gpus() {
-    if select() != "gputopo" {
-        eprintln!("skipped: placement notes and drains come from select/gputopo");
+    if !gputopo_only() {
         return;
     }
     if prometheus_missing() {
-        eprintln!("skipped: no prometheus command (contrib/install-deps.sh installs Debian's)");
+        skip("no prometheus command (contrib/install-deps.sh installs Debian's)");
         return;
     }
     let Some((_rig, c)) = start(
