@@ -14,6 +14,7 @@
 #               seconds from its committed corpus (node Extra, gres.conf/fake_gpus.conf,
 #               gputopo.conf, ledger/health/XID state files, generator labels)
 #   benches     the core's criterion benchmarks, quick form (numbers only, no assertions)
+#   bench-metrics  benches/metrics.rs, quick form (a 1,000-node scrape next to gputopo nodes)
 #   per release R in 22.05.8 24.11.5:
 #     plugin-R  contrib/build-plugin.sh R (the select/gputopo .so for R)
 #     abi-R     the root package's tests (tests/main.rs) with GPUTOPO_PLUGIN_SO, SLURM_SRC_DIR
@@ -113,6 +114,8 @@ FUZZ_SECS=${GPUTOPO_FUZZ_SECS:-12} phase fuzz "$here/fuzz.sh"
 # Criterion benchmarks of the core in their quick form: they print numbers, they assert nothing.
 phase benches cargo bench -p gputopo-core -p gputopo-eval --bench placement --bench sim --bench priority \
   --bench steer --bench victims -- --quick --noplot
+# One gputopo metrics scrape of a 1,000-node cluster against gputopo nodes on the same data.
+phase bench-metrics cargo bench -p gputopo-agent --bench metrics -- --quick --noplot
 
 # The gputopo command (gres.conf for the harness; the agent's e2e tests also run it).
 phase gputopo-bin cargo build --release -p gputopo-agent --bin gputopo
