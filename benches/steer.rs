@@ -2,7 +2,7 @@
 //! node ranking (`narrow::plan`) and the tries state machine (`tries::run`, against a fake
 //! cons_tres that fails the first tier), over 1k and 10k candidate DGX-1V nodes with mixed
 //! free GPUs and a faulty GPU on every 7th node. This is the per-call work that grows with
-//! the candidate count (docs/select.md, "Scale"); the Slurm-side reads are measured by
+//! the candidate count (docs/perf-log.md, "The decision loop at scale"); the Slurm-side reads are measured by
 //! contrib/bench-select.sh. `2gpu_job` asks the engine for every node's key on every call;
 //! `2gpu_job_memo` takes them from the topology's `KeyMemo` as slurmctld does (warm: the
 //! nodes' states were seen before); `2gpu_job_node_memo` first compares each node's state

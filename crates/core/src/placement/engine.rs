@@ -21,7 +21,7 @@
 //! ([`super::tables`]). A decision is then a table lookup (≤ 8 GPUs) or a branch and bound
 //! whose bounds are table lookups (≤ 16 GPUs, `super::search`). [`Gputopo::pick_on`] returns
 //! the set alone; [`Gputopo::choose_on`] also assembles its [`Objective`], which costs more
-//! than the decision on small nodes. `docs/engine.md` has the measured figures.
+//! than the decision on small nodes. `docs/perf-log.md` has the measured figures.
 //!
 //! Above 16 GPUs per node (none ship today) no tables are built and a heuristic is used
 //! ([`super::heuristic`]: multi-start greedy growth plus swaps on the set's own quality; its
@@ -31,7 +31,8 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use super::objective::{self, Objective, Score};
+use super::objective::{self, Objective};
+use super::score::Score;
 use super::search::decide;
 use super::tables::{TableCache, TopoHandle, TopoTables};
 use super::{Policy, Request};

@@ -92,7 +92,7 @@ pub(crate) fn subsets(pool: GpuSet, k: usize) -> Vec<GpuSet> {
 /// Most GPU sets [`choose`] examines in one call. A node whose sets would take the call past
 /// it ends the search with no plan (Slurm's order then stands, as without gputopo), so the
 /// cost of a call is bounded whatever the cluster: 7 distinct 16-GPU node states for an
-/// 8-GPU job, 1,428 distinct 8-GPU ones for a 4-GPU job (docs/select.md, "Victim search
+/// 8-GPU job, 1,428 distinct 8-GPU ones for a 4-GPU job (docs/perf-log.md, "Victim search
 /// cost").
 pub const MAX_SETS_PER_CALL: usize = 100_000;
 
