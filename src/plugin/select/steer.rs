@@ -23,6 +23,7 @@
 //! A panic anywhere below is caught by the guard; from then on job_test runs [`degraded`]
 //! (cons_tres alone, nodes with known faulty GPUs withheld) and every other call forwards.
 
+pub mod decision_log;
 pub mod degraded;
 pub mod explain;
 pub mod preempt;
