@@ -62,7 +62,7 @@ impl Exhaustive {
 }
 
 impl Policy for Exhaustive {
-    type Score = objective::Score;
+    type Score = crate::placement::Score;
 
     fn name(&self) -> &'static str {
         "exhaustive"
@@ -72,7 +72,7 @@ impl Policy for Exhaustive {
         Self::choose_detailed(topo, free, req).map(|(s, _)| s)
     }
 
-    fn score(&self, topo: &NodeTopology, set: GpuSet) -> objective::Score {
+    fn score(&self, topo: &NodeTopology, set: GpuSet) -> crate::placement::Score {
         objective::score(topo, set)
     }
 }

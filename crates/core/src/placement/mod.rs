@@ -18,6 +18,7 @@ pub mod lookahead;
 mod memo;
 pub mod objective;
 pub mod rank;
+pub mod score;
 mod search;
 mod table_cache;
 pub mod tables;
@@ -25,8 +26,9 @@ pub mod tables;
 pub use engine::{Choice, Gputopo, Prepared, score};
 pub use exhaustive::Exhaustive;
 pub use lookahead::{Leftover, Loss};
-pub use objective::{Objective, Score};
+pub use objective::Objective;
 pub use rank::{RankKey, rank_nodes};
+pub use score::Score;
 pub use tables::{TableCache, TopoHandle, TopoTables};
 
 use crate::gpuset::GpuSet;

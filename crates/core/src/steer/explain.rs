@@ -20,7 +20,7 @@ mod read;
 pub use read::{Note, PlacedNode, read};
 
 use crate::gpuset::GpuSet;
-use crate::placement::objective::pair_gbps;
+use crate::placement::score::pair_gbps;
 use crate::placement::{Policy, Request};
 use crate::topology::{NodeTopology, PcieLevel};
 
