@@ -35,9 +35,11 @@ use std::time::{Duration, Instant};
 
 mod backup;
 mod daemons;
+mod dbd;
 mod opts;
 mod parse;
 
+pub use dbd::Slurmdbd;
 pub use opts::Opts;
 
 /// A generous default for waits on job states and daemons.

@@ -16,6 +16,7 @@ mod priority;
 mod priority_fairshare;
 mod priority_ha;
 mod priority_ledger;
+mod priority_limits;
 mod priority_memory;
 mod resv_gres;
 mod select;
