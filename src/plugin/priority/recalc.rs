@@ -85,13 +85,14 @@ fn locked_pass(recover: bool) -> (bool, Option<Snapshot>) {
     let start = now();
     let mut ext = ext_guard.as_mut().filter(|_| !with_dbd);
     if let Some(ext) = ext.as_deref_mut().filter(|_| !recover) {
-        let period = ResetPeriod::from_slurm(prio::reset_period());
-        let first = std::mem::take(&mut ext.loop_start);
         if ext
             .ledger
-            .apply_reset(period, start, prio::utc_offset(start), first)
+            .apply_reset(&mut ext.reset, start, prio::utc_offset(start))
         {
-            log::info!("usage ledger cleared (PriorityUsageResetPeriod={period:?})");
+            log::info!(
+                "usage ledger cleared (PriorityUsageResetPeriod={:?})",
+                ResetPeriod::from_slurm(prio::reset_period())
+            );
         }
     }
     let mut dbd = (with_dbd && !recover).then(|| DbdPass::begin(start, &cfg));

@@ -13,6 +13,7 @@ use std::thread::JoinHandle;
 use gputopo_core::priority::ledger::{Ledger, UNVERIFIED_ACCOUNT, UsageCharge, UsageWeights};
 use gputopo_core::priority::ledger_file;
 use gputopo_core::priority::recalc::{array_len, eligible_time, ledger_charge_secs};
+use gputopo_core::priority::reset::{ResetPeriod, ResetSchedule};
 use gputopo_core::priority::{ClusterInput, Flags, JobPriority, PriorityConfig, job_priority_into};
 
 use crate::slurm::prio::job::{InputBuf, JobRecord};
@@ -30,9 +31,9 @@ pub struct Extension {
     pub dir: Option<PathBuf>,
     /// Index of `gres/gpu` in the TRES arrays.
     pub gpu_index: Option<usize>,
-    /// The next charging pass is the first of its loop (after a start or reconfigure), when
-    /// `PriorityUsageResetPeriod=NOW` clears usage, as multifactor's decay thread does.
-    pub loop_start: bool,
+    /// `PriorityUsageResetPeriod`'s schedule for the ledger, made afresh at each start and
+    /// reconfigure, as multifactor's decay thread makes its own.
+    pub reset: ResetSchedule,
     /// Users with pending jobs, gathered by the pass's walk (kept between passes for its
     /// allocation).
     pub pending: BTreeSet<u32>,
@@ -122,7 +123,7 @@ impl State {
         {
             ext.ledger.set_half_life(half_life);
             ext.gpu_index = prio::gpu_tres_index();
-            ext.loop_start = true;
+            ext.reset = reset_schedule();
         }
     }
 
@@ -130,6 +131,11 @@ impl State {
     pub fn with_dbd(&self) -> bool {
         *self.with_dbd.read().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// A fresh `PriorityUsageResetPeriod` schedule from slurm.conf.
+pub fn reset_schedule() -> ResetSchedule {
+    ResetSchedule::new(ResetPeriod::from_slurm(prio::reset_period()))
 }
 
 /// Loads (or starts) the ledger from StateSaveLocation. A file that cannot be read, or is
@@ -173,7 +179,7 @@ pub fn load_extension(now: i64) -> Extension {
         fairshare: HashMap::new(),
         dir,
         gpu_index: prio::gpu_tres_index(),
-        loop_start: true,
+        reset: reset_schedule(),
         pending: BTreeSet::new(),
     }
 }
