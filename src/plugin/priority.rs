@@ -13,6 +13,7 @@
 //! plugin does not load, so `init` must stay trivial there). The math is
 //! [`gputopo_core::priority`]; [`state`] holds config and ledger; [`recalc`] is the loop.
 
+pub mod dbd;
 pub mod recalc;
 pub mod state;
 
@@ -39,6 +40,23 @@ pub static ROLE: PriorityRole = PriorityRole;
 
 /// Whether the role's work (ledger, loop) is running in this process.
 static RUNNING: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process has seen its first `init` (see [`defer_loop`]).
+static FIRST_INIT_SEEN: AtomicBool = AtomicBool::new(false);
+
+/// The loop waits for the priority plugin's own `init` ([`defer_loop`]).
+static LOOP_DEFERRED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the loop of 22.05/23.11 (started from `init`) must wait for the next `init`: with
+/// slurmdbd, when this first `init` is `select_g_init`'s (SelectType is ours too). slurmctld
+/// initialises the select plugin before it reads associations and jobs (22.05.8
+/// controller.c:508) and the priority plugin after (:733); the loop's start takes the
+/// run-seconds of the running jobs just loaded down to the last pass, as multifactor's thread
+/// does when its `init` creates it.
+fn defer_loop(with_dbd: bool) -> bool {
+    let first = !FIRST_INIT_SEEN.swap(true, Ordering::SeqCst);
+    first && with_dbd && prio::select_type_is_gputopo()
+}
 
 /// See the module docs.
 #[derive(Debug)]
@@ -72,7 +90,9 @@ impl Role for PriorityRole {
         // (recalc::ensure_ledger), not here: a backup initialises its plugins in standby.
         *STATE.ext.lock().unwrap_or_else(PoisonError::into_inner) = None;
         STATE.reload();
-        if !with_dbd {
+        if with_dbd {
+            dbd::load_clock();
+        } else {
             log::info!(
                 "no slurmdbd: age counts from eligible time and fair share from gputopo's usage ledger"
             );
@@ -80,18 +100,28 @@ impl Role for PriorityRole {
         if THREAD_FROM_INIT {
             // No priority_p_thread_start: multifactor starts its thread in init and seeds the
             // factors for sprio right away.
-            recalc::start_thread();
+            if defer_loop(with_dbd) {
+                LOOP_DEFERRED.store(true, Ordering::SeqCst);
+            } else {
+                recalc::start_thread();
+            }
         }
         Ok(())
     }
 
-    /// Stops the loop, then one last pass charges running jobs up to now and writes the
-    /// ledger, so an orderly stop loses no usage. Idempotent.
+    /// Stops the loop. Without slurmdbd one last pass then charges running jobs up to now and
+    /// writes the ledger, so an orderly stop loses no usage; with slurmdbd nothing is charged
+    /// (as with multifactor: the next start charges running jobs from the last pass, and
+    /// association usage is saved by slurmctld). Idempotent.
     fn stop(&self) {
         if !RUNNING.swap(false, Ordering::SeqCst) {
             return;
         }
         recalc::stop_thread();
+        if STATE.with_dbd() {
+            log::info!("priority role stopped");
+            return;
+        }
         let _ = recalc::pass(false);
         *STATE.ext.lock().unwrap_or_else(PoisonError::into_inner) = None;
         log::info!("priority role stopped; usage ledger saved");
@@ -118,17 +148,21 @@ fn set(_last_prio: u32, job: Option<EntryPtr<'_, ffi::job_record_t>>) -> Result<
     let cfg = STATE.config();
     let ext = STATE.ext.lock().unwrap_or_else(PoisonError::into_inner);
     let ext = if STATE.with_dbd() { None } else { ext.as_ref() };
-    let _assoc = prio::AssocLock::acquire(false, false);
+    let _assoc = prio::AssocLock::read_assoc_qos();
     let mut scratch = Scratch::read();
     let p = compute(&mut job, &cfg, ext, now(), &mut scratch);
     log::debug!("initial priority for job {} is {p}", job.id());
     Ok(p)
 }
 
-/// `priority_p_reconfig`: reread the weights.
-fn reconfig(_assoc_clear: bool) -> Result<(), PluginError> {
+/// `priority_p_reconfig`: reread the weights; with slurmdbd, what multifactor's reconfigure
+/// does to usage ([`dbd::reconfigured`]).
+fn reconfig(assoc_clear: bool) -> Result<(), PluginError> {
     if active() {
         STATE.reload();
+        if STATE.with_dbd() {
+            dbd::reconfigured(assoc_clear);
+        }
     }
     Ok(())
 }
@@ -143,19 +177,14 @@ fn set_assoc_usage(
     Ok(())
 }
 
-/// `priority_p_job_end`: with slurmdbd, charge the association for the job's last interval;
-/// then release unused GrpTRESRunMins like priority/basic (job write lock held by Slurm).
+/// `priority_p_job_end` (Slurm calls it with the job write lock held, only with enforced
+/// limits and a valid association): with slurmdbd, multifactor's charge of the job's end
+/// ([`dbd::job_end`]). Without slurmdbd Slurm never calls it (it clears the enforcement); the
+/// ledger charges ended jobs itself.
 fn job_end(job: Option<EntryPtr<'_, ffi::job_record_t>>) -> Result<(), PluginError> {
     let Some(job) = job else { return Ok(()) };
-    let mut job = JobRecord::from_entry(job);
-    let tres_cnt = prio::tres_count();
-    // Without slurmdbd the next pass charges the ledger from the job's own end time (Slurm
-    // calls this only with enforced limits and associations, so the pass cannot rely on it).
-    if STATE.with_dbd() {
-        recalc::charge_job_end(&job, now());
-    }
-    if prio::enforce_limits() {
-        job.release_tres_run_secs(tres_cnt);
+    if active() && STATE.with_dbd() {
+        dbd::job_end(&mut JobRecord::from_entry(job), now());
     }
     Ok(())
 }
@@ -199,7 +228,7 @@ fn factors_list(
 #[cfg(not(priority_abi = "22.05"))]
 fn factors_list_filtered(uid: u32, filter: &sprio::Filter) -> Result<*mut ffi::xlist, PluginError> {
     let cfg = STATE.config();
-    let _assoc = prio::AssocLock::acquire(false, false);
+    let _assoc = prio::AssocLock::read_assoc_qos();
     Ok(sprio::factors_list_under_slurm_lock(
         &cfg,
         uid,
@@ -219,7 +248,7 @@ fn factors_list(
         return Ok(std::ptr::null_mut());
     };
     let filter = sprio::Filter::from_entry(req);
-    let _assoc = prio::AssocLock::acquire(false, false);
+    let _assoc = prio::AssocLock::read_assoc_qos();
     let jobs = JobsLocked::new(&ctld);
     Ok(sprio::factors_list(&jobs, &cfg, uid, &filter, now()))
 }

@@ -32,6 +32,20 @@ impl CtldSymbol {
         self.name
     }
 
+    /// The symbol as a function of type `F`, or `None` outside slurmctld. The one place
+    /// slurmctld functions get their type: callers name the C prototype once, in `F`.
+    ///
+    /// # Safety
+    /// `F` is an `unsafe extern "C" fn(...)` type matching the symbol's C prototype in the
+    /// running slurmctld.
+    pub unsafe fn function<F: Copy>(&self) -> Option<F> {
+        const { assert!(size_of::<F>() == size_of::<*mut c_void>()) };
+        let p = self.address()?.as_ptr();
+        // SAFETY: F is a function pointer type of pointer size matching the symbol (caller
+        // contract); the address is the symbol's, from dlsym.
+        Some(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) })
+    }
+
     /// Its address in this process, or `None` outside slurmctld.
     pub fn address(&self) -> Option<NonNull<c_void>> {
         let addr = *self.addr.get_or_init(|| {

@@ -18,6 +18,7 @@ use super::xmalloc::{borrow_array, capacity, read_array};
 use crate::ffi;
 use crate::slurm::list::ListRef;
 
+mod charge;
 mod walk;
 mod write;
 
@@ -155,25 +156,8 @@ impl<'a> JobRecord<'a> {
             u
         };
         // SAFETY: `usage_efctv` is a long double field of a live usage record.
-        let ue = unsafe { super::long_double_get(&fs.usage_efctv) };
+        let ue = unsafe { super::long_double::get(&fs.usage_efctv) };
         gputopo_core::priority::classic::calc_fs_factor(ue, fs.shares_norm, damp)
-    }
-
-    /// Adds this job's decayed usage over `run_secs` to its association chain, as
-    /// multifactor's `_apply_new_usage` does (`Δt·d^Δt · billable_tres · QOS UsageFactor`).
-    pub fn charge_association(&self, run_secs: f64, decay_factor: f64) {
-        if run_secs <= 0.0 {
-            return;
-        }
-        let mut usage = run_secs * decay_factor.powf(run_secs) * self.job.billable_tres;
-        // SAFETY: QOS record owned by assoc_mgr, alive while jobs reference it.
-        if let Some(q) = unsafe { self.job.qos_ptr.as_ref() } {
-            if q.usage_factor >= 0.0 {
-                usage *= q.usage_factor;
-            }
-        }
-        // SAFETY: the job's association (or null); the caller holds the job lock.
-        unsafe { super::assoc::add_usage(self.job.assoc_ptr, usage) };
     }
 
     /// The raw pointer (for list/ptr comparisons).

@@ -14,7 +14,9 @@
 
 pub mod assoc;
 pub mod job;
+pub mod long_double;
 pub mod sprio;
+pub mod usage;
 pub mod xmalloc;
 
 use std::ffi::{CStr, c_char, c_int};
@@ -57,30 +59,8 @@ crate::ctld_symbol!(
 );
 
 unsafe extern "C" {
-    /// slurm-headers/priority_shim.c: `(double) *p` for a `long double *`.
-    fn gputopo_ld_get(p: *const u128) -> f64;
-    /// slurm-headers/priority_shim.c: `*p = v` for a `long double *`.
-    fn gputopo_ld_set(p: *mut u128, v: f64);
     /// slurm-headers/priority_shim.c: FairShareDampeningFactor for `priority_p_calc_fs_factor`.
     static mut gputopo_priority_damp_factor: u16;
-}
-
-/// Reads a `long double` field (bindgen gives it as `u128` storage).
-///
-/// # Safety
-/// `p` points to a live `long double` (16-byte x87 storage) that nobody writes concurrently.
-pub unsafe fn long_double_get(p: *const u128) -> f64 {
-    // SAFETY: caller contract; the shim only loads the value.
-    unsafe { gputopo_ld_get(p) }
-}
-
-/// Writes a `long double` field.
-///
-/// # Safety
-/// `p` points to a live `long double` the caller may write (assoc_mgr write lock held).
-pub unsafe fn long_double_set(p: *mut u128, v: f64) {
-    // SAFETY: caller contract.
-    unsafe { gputopo_ld_set(p, v) }
 }
 
 fn conf() -> &'static ffi::slurm_conf_t {
@@ -314,6 +294,22 @@ impl Drop for CtldLock {
 pub struct AssocLock(ffi::assoc_mgr_lock_t);
 
 impl AssocLock {
+    /// Association and QOS write, TRES read: what multifactor takes to charge usage
+    /// (`_apply_new_usage`, `_apply_decay`, `_reset_usage`) and acct_policy to change it.
+    pub fn write_assoc_qos() -> AssocLock {
+        AssocLock::acquire(true, true)
+    }
+
+    /// Association write, QOS and TRES read: fair share over the association tree.
+    pub fn write_assoc() -> AssocLock {
+        AssocLock::acquire(true, false)
+    }
+
+    /// Association, QOS and TRES read: scoring jobs.
+    pub fn read_assoc_qos() -> AssocLock {
+        AssocLock::acquire(false, false)
+    }
+
     /// Takes assoc_mgr locks: `assoc`/`qos` at the given levels (others none).
     pub fn acquire(assoc_write: bool, qos_write: bool) -> AssocLock {
         let lvl = |w: bool| {
@@ -371,6 +367,14 @@ pub fn priority_type_is_gputopo() -> bool {
     let p = conf().priority_type;
     // SAFETY: NUL-terminated slurm_conf string (or NULL).
     !p.is_null() && unsafe { CStr::from_ptr(p) }.to_bytes() == b"priority/gputopo"
+}
+
+/// True when slurm.conf says `SelectType=select/gputopo_cons_tres` (this `.so` serves both
+/// roles, and slurmctld initialises the select plugin first).
+pub fn select_type_is_gputopo() -> bool {
+    let p = conf().select_type;
+    // SAFETY: NUL-terminated slurm_conf string (or NULL).
+    !p.is_null() && unsafe { CStr::from_ptr(p) }.to_bytes() == b"select/gputopo_cons_tres"
 }
 
 /// True when `PriorityWeightTRES` is set.
