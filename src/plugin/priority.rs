@@ -135,9 +135,15 @@ impl Role for PriorityRole {
         }
     }
 
-    /// 24.11 initialises the priority plugin again after a failed re-exec reconfigure.
+    /// 24.11 initialises the priority plugin again after a failed re-exec reconfigure; on 22.05
+    /// this is the priority plugin's own `init` when SelectType is ours too (see
+    /// [`defer_loop`]).
     fn reacquire(&self) -> Result<(), PluginError> {
-        self.start()
+        self.start()?;
+        if LOOP_DEFERRED.swap(false, Ordering::SeqCst) {
+            recalc::start_thread();
+        }
+        Ok(())
     }
 }
 

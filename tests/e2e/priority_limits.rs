@@ -1,114 +1,242 @@
-//! Accounting limits that depend on accrued usage (issue 24 item 1): the same workload under
-//! stock `priority/multifactor` and under `priority/gputopo`, with slurmdbd and
+//! Accounting limits that depend on accrued usage (issue 24 items 1 and 4): the same workload
+//! under stock `priority/multifactor` and under `priority/gputopo`, with slurmdbd and
 //! `AccountingStorageEnforce=associations,limits,safe`, must leave Slurm's accounting policy
 //! with the same usage and take the same decisions.
 //!
 //! In multifactor the priority plugin charges every job's usage to its association chain and
-//! QOS (`usage_tres_raw`, `grp_used_wall`, ...) and nothing else in Slurm does; what
-//! `GrpTRESMins` and friends enforce is that usage. One slurmdbd serves both clusters (each
-//! its own `ClusterName`, so `sacct` keeps their jobs apart); the multifactor cluster runs
-//! first, then the gputopo cluster, each from an empty state.
+//! QOS (`usage_raw`, `usage_tres_raw`, `grp_used_wall`, the run-seconds of
+//! `GrpTRESRunMins`) and nothing else in Slurm does; every limit below enforces that usage.
+//! One slurmdbd serves both clusters (each its own `ClusterName`, so `sacct` keeps their jobs
+//! apart); the multifactor cluster runs first, then the gputopo cluster, each from an empty
+//! state, each with one slurmctld restart in the middle (running jobs are charged across it
+//! from the last pass before it, and their run-seconds rebuilt).
+//!
+//! | limit | workload | multifactor's decision |
+//! |---|---|---|
+//! | account `GrpTRESMins=gres/gpu=10` | 8 GPUs × 34 s, then 8 GPUs × 1 min asked | `AssocGrpGRESMinutes` |
+//! | QOS `GrpTRESMins=gres/gpu=10` | the same under QOS `q_mins` | `QOSGrpGRESMinutes` |
+//! | account `GrpWall=2` + QOS `UsageFactor=4` | 1 GPU × 34 s (136 s charged) | `AssocGrpWallLimit` |
+//! | account `GrpTRESRunMins=gres/gpu=15` | 4 GPUs × 2 min running; 4 more wait until a pass releases the time used | runs after the restart's pass |
+//! | account `MaxTRESMins=gres/gpu=5` | 8 GPUs × 1 min | `AssocMaxGRESMinutesPerJob` |
+//! | QOS `UsageThreshold=0.5` (`EnforceUsageThreshold`) | the busiest account's job waits, an idle one's runs | `QOSUsageThreshold` |
+//! | QOS `Flags=NoDecay`, a partition QOS | usage charged undecayed / to the partition's QOS | (usage compared) |
+//!
+//! Then `scontrol show assoc_mgr`, `sshare -l` and `sacct` must agree between the two.
+
+mod observe;
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
-use super::harness::{Cluster, Opts, Slurmdbd, WAIT, e2e_enabled};
+use super::harness::{Cluster, Opts, Slurmdbd, WAIT, e2e_enabled, release_at_least};
+use observe::{AssocMgr, Shares, assert_close, assoc_mgr, assoc_mgr_numbers, sacct, sshare};
 
-/// The slurm.conf lines of both clusters, besides slurmdbd's.
+/// The slurm.conf lines of both clusters, besides slurmdbd's. `PriorityWeightFairshare=1`:
+/// the UsageThreshold check compares the job's *weighted* fair-share factor with the
+/// threshold (job_mgr.c `job_limits_check`), so weight 1 makes it the factor itself.
 const CONF: &str = "\
 AccountingStorageEnforce=associations,limits,safe
 AccountingStorageTRES=gres/gpu
 PriorityCalcPeriod=1
-PriorityWeightFairshare=10000
+PriorityWeightFairshare=1
+PartitionName=pq Nodes=ALL QOS=pqos State=UP MaxTime=INFINITE
 ";
 
-/// What one plugin's cluster showed after the workload.
+/// Every account of the workload (user root in each).
+const ACCOUNTS: &[&str] = &[
+    "lim_gpu",
+    "lim_plain",
+    "lim_wall",
+    "lim_run",
+    "lim_maxmins",
+    "t_busy",
+    "t_idle",
+];
+
+/// Every QOS of the workload.
+const QOS: &[&str] = &["normal", "pqos", "q_mins", "x4", "nodecay", "thres"];
+
+/// The accounts and QOS with their limits. The partition QOS is made before the first
+/// slurmctld starts (a partition names it); the rest after, once that slurmctld registered
+/// gres/gpu as a TRES (sacctmgr refuses limits on a TRES the database does not know).
+/// Accounts are made on every registered cluster, so the second cluster finds them.
+fn accounts(dbd: &Slurmdbd) {
+    dbd.sacctmgr(&["add", "qos", "q_mins", "GrpTRESMins=gres/gpu=10"]);
+    dbd.sacctmgr(&["add", "qos", "x4", "UsageFactor=4"]);
+    dbd.sacctmgr(&["add", "qos", "nodecay", "Flags=NoDecay"]);
+    dbd.sacctmgr(&[
+        "add",
+        "qos",
+        "thres",
+        "Flags=EnforceUsageThreshold",
+        "UsageThreshold=0.5",
+    ]);
+    dbd.sacctmgr(&["add", "account", "lim_gpu", "GrpTRESMins=gres/gpu=10"]);
+    dbd.sacctmgr(&["add", "account", "lim_plain,t_busy,t_idle"]);
+    dbd.sacctmgr(&["add", "account", "lim_wall", "GrpWall=2"]);
+    dbd.sacctmgr(&["add", "account", "lim_run", "GrpTRESRunMins=gres/gpu=15"]);
+    dbd.sacctmgr(&["add", "account", "lim_maxmins", "MaxTRESMins=gres/gpu=5"]);
+    dbd.sacctmgr(&[
+        "add",
+        "user",
+        "root",
+        &format!("account={}", ACCOUNTS.join(",")),
+        "qos=normal,q_mins,x4,nodecay,thres",
+    ]);
+}
+
+/// What one plugin's cluster showed.
 #[derive(Debug, Default)]
 struct Observed {
-    /// Job name → (state, reason) once the scheduler has decided.
+    /// Job name → (state, reason) once the scheduler decided.
     decisions: BTreeMap<&'static str, (String, String)>,
-    /// Account → `GrpTRESMins` usage of gres/gpu (minutes, `scontrol show assoc_mgr`).
-    gpu_minutes: BTreeMap<&'static str, u64>,
+    assoc_mgr: AssocMgr,
+    shares: Shares,
+    /// sacct per job name (account, QOS, partition, state, TRES, exit code).
+    sacct: BTreeMap<String, String>,
+    /// sacct's elapsed seconds per job name.
+    elapsed: BTreeMap<String, f64>,
 }
 
-/// Waits until the scheduler has decided about `job` (running or done, or pending for a reason
-/// other than waiting its turn) and returns its state and reason.
-fn decision(c: &Cluster, job: u32) -> (String, String) {
-    let mut seen = (String::new(), String::new());
-    c.wait_until(&format!("a decision about job {job}"), WAIT, || {
-        let state = c.job_state(job).unwrap_or_default();
-        let reason = c.job_reason(job).unwrap_or_default();
-        seen = (state.clone(), reason.clone());
-        state != "PENDING" || !matches!(reason.as_str(), "None" | "Priority" | "Resources")
-    });
-    seen
+/// Submits a named job (`-J name`, one task) and returns its id.
+fn submit(c: &Cluster, name: &str, args: &[&str], secs: u32) -> u32 {
+    let wrap = format!("sleep {secs}");
+    let mut all = vec!["-J", name];
+    all.extend_from_slice(args);
+    all.extend(["--wrap", &wrap]);
+    c.sbatch(&all)
 }
 
-/// The used value of `tres` in the `key=limit(used),...` list of `key` in an
-/// `scontrol show assoc_mgr` record.
-fn used(record: &str, key: &str, tres: &str) -> Option<u64> {
-    let list = record
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix(&format!("{key}=")))?;
-    list.split(',').find_map(|item| {
-        let rest = item.strip_prefix(&format!("{tres}="))?;
-        let open = rest.find('(')?;
-        rest[open + 1..].trim_end_matches(')').parse().ok()
-    })
-}
-
-/// The association record of `account` (no user) in `scontrol show assoc_mgr`.
-fn account_record(c: &Cluster, account: &str) -> String {
-    let out = c.ok(
-        "scontrol",
-        &[
-            "show",
-            "assoc_mgr",
-            &format!("accounts={account}"),
-            "flags=assoc",
-        ],
-    );
-    out.split("ClusterName=")
-        .find(|r| r.contains(&format!("Account={account} UserName= ")))
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// The accounts, users and QOS of the workload, with their limits.
-fn accounts(dbd: &Slurmdbd) {
-    dbd.sacctmgr(&["add", "account", "lim_gpu", "GrpTRESMins=gres/gpu=10"]);
-    dbd.sacctmgr(&["add", "user", "root", "account=lim_gpu"]);
+/// Waits up to `timeout` for `job` to be in `state`, or (when `state` is "PENDING") for a
+/// reason other than waiting its turn; returns its state and reason then, whatever they are
+/// (the comparison with multifactor is the assertion).
+fn decision(c: &Cluster, job: u32, state: &str, timeout: Duration) -> (String, String) {
+    let start = Instant::now();
+    loop {
+        let s = c.job_state(job).unwrap_or_default();
+        let r = c.job_reason(job).unwrap_or_default();
+        let settled = if state == "PENDING" {
+            s != "PENDING" || !matches!(r.as_str(), "None" | "Priority" | "Resources")
+        } else {
+            s == state
+        };
+        if settled || start.elapsed() > timeout {
+            return (s, r);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 /// Runs the workload on a fresh cluster with `priority` and reads what it left.
 fn run(dbd: &Slurmdbd, cluster: &str, priority: &str, setup: bool) -> Observed {
     let c = Cluster::up(Opts {
-        nodes: 1,
+        nodes: 4,
         priority: priority.into(),
         extra_conf: Some(format!("{CONF}{}", dbd.conf(cluster))),
         ..Opts::default()
     });
     if setup {
-        // After the first slurmctld registered gres/gpu as a TRES: sacctmgr refuses limits
-        // on a TRES the database does not know yet. Accounts are made on every registered
-        // cluster, so the second cluster finds them.
         accounts(dbd);
     }
-    c.wait_until("slurmctld to know the accounts", WAIT, || {
-        !account_record(&c, "lim_gpu").is_empty()
+    c.wait_until("slurmctld to know the accounts and QOS", WAIT, || {
+        let out = c.ok("scontrol", &["-o", "show", "assoc_mgr", "flags=assoc,qos"]);
+        ACCOUNTS
+            .iter()
+            .all(|a| out.contains(&format!("Account={a} UserName=root")))
+            && QOS.iter().all(|q| out.contains(&format!("QOS={q}(")))
     });
     let mut seen = Observed::default();
-    // GrpTRESMins=gres/gpu=10: 8 GPUs for 34 s are 4.5 GPU-minutes; the next 8-GPU job asks
-    // for 8 more (one minute), which the limit cannot hold any more.
-    let gpu = ["-A", "lim_gpu", "--gres=gpu:8", "-t", "1"];
-    let first = c.sbatch(&[&gpu[..], &["--wrap", "sleep 34"]].concat());
-    c.wait_state(first, "COMPLETED", WAIT);
-    let second = c.sbatch(&[&gpu[..], &["--wrap", "sleep 5"]].concat());
-    seen.decisions
-        .insert("GrpTRESMins second job", decision(&c, second));
-    seen.gpu_minutes.insert(
-        "lim_gpu",
-        used(&account_record(&c, "lim_gpu"), "GrpTRESMins", "gres/gpu").unwrap_or(u64::MAX),
+    let gpus8 = ["--gres=gpu:8", "-t", "1"];
+    let a1 = submit(&c, "a1", &[&["-A", "lim_gpu"], &gpus8[..]].concat(), 34);
+    let b1 = submit(
+        &c,
+        "b1",
+        &[&["-A", "lim_plain", "--qos=q_mins"], &gpus8[..]].concat(),
+        34,
     );
+    let c1 = submit(
+        &c,
+        "c1",
+        &["-A", "lim_wall", "--qos=x4", "--gres=gpu:1", "-t", "1"],
+        34,
+    );
+    let d1 = submit(&c, "d1", &["-A", "lim_run", "--gres=gpu:4", "-t", "2"], 60);
+    c.wait_state(d1, "RUNNING", WAIT);
+    let d1_started = Instant::now();
+    let d2 = submit(&c, "d2", &["-A", "lim_run", "--gres=gpu:4", "-t", "2"], 5);
+    let e1 = submit(&c, "e1", &[&["-A", "lim_maxmins"], &gpus8[..]].concat(), 5);
+    submit(
+        &c,
+        "g1",
+        &["-A", "lim_plain", "--qos=nodecay", "--gres=gpu:1"],
+        30,
+    );
+    submit(
+        &c,
+        "h1",
+        &["-A", "lim_plain", "-p", "pq", "--gres=gpu:1"],
+        30,
+    );
+    let t1 = submit(&c, "t1", &["-A", "t_busy", "-c", "24"], 8);
+    seen.decisions.insert(
+        "GrpTRESRunMins second job, before a pass",
+        decision(&c, d2, "PENDING", WAIT),
+    );
+    seen.decisions
+        .insert("MaxTRESMins job", decision(&c, e1, "PENDING", WAIT));
+    c.wait_state(t1, "COMPLETED", WAIT);
+    // A pass must release more than one GPU-minute of d1 (4 GPUs × 15 s) for d2 to fit:
+    // the restart's pass charges d1 from the last pass (before it started) to now.
+    std::thread::sleep(Duration::from_secs(20).saturating_sub(d1_started.elapsed()));
+    c.restart_slurmctld();
+    seen.decisions.insert(
+        "GrpTRESRunMins second job, after the restart's pass",
+        decision(&c, d2, "RUNNING", Duration::from_secs(20)),
+    );
+    // The restart's Fair Tree pass ranked t_busy's 24 CPUs × 8 s lowest of 8 users.
+    let t2 = submit(
+        &c,
+        "t2",
+        &["-A", "t_busy", "--qos=thres", "--gres=gpu:1"],
+        5,
+    );
+    let t3 = submit(
+        &c,
+        "t3",
+        &["-A", "t_idle", "--qos=thres", "--gres=gpu:1"],
+        5,
+    );
+    seen.decisions
+        .insert("UsageThreshold busy", decision(&c, t2, "PENDING", WAIT));
+    seen.decisions
+        .insert("UsageThreshold idle", decision(&c, t3, "RUNNING", WAIT));
+    for job in [a1, b1, c1] {
+        c.wait_state(job, "COMPLETED", WAIT);
+    }
+    let a2 = submit(&c, "a2", &[&["-A", "lim_gpu"], &gpus8[..]].concat(), 5);
+    let b2 = submit(
+        &c,
+        "b2",
+        &[&["-A", "lim_plain", "--qos=q_mins"], &gpus8[..]].concat(),
+        5,
+    );
+    let c2 = submit(
+        &c,
+        "c2",
+        &["-A", "lim_wall", "--qos=x4", "--gres=gpu:1", "-t", "1"],
+        5,
+    );
+    seen.decisions
+        .insert("GrpTRESMins second job", decision(&c, a2, "PENDING", WAIT));
+    seen.decisions.insert(
+        "QOS GrpTRESMins second job",
+        decision(&c, b2, "PENDING", WAIT),
+    );
+    seen.decisions
+        .insert("GrpWall second job", decision(&c, c2, "PENDING", WAIT));
+    seen.assoc_mgr = assoc_mgr(&c, ACCOUNTS, QOS);
+    seen.shares = sshare(&c, ACCOUNTS);
+    (seen.sacct, seen.elapsed) = sacct(&c, cluster);
     seen
 }
 
@@ -119,19 +247,60 @@ fn with_slurmdbd_usage_limits_match_multifactor() {
         return;
     }
     let dbd = Slurmdbd::up(&["lim_mf", "lim_gt"]);
+    dbd.sacctmgr(&["add", "qos", "pqos"]);
     let stock = run(&dbd, "lim_mf", "multifactor", true);
     let ours = run(&dbd, "lim_gt", "gputopo", false);
-    eprintln!("multifactor: {stock:?}\ngputopo: {ours:?}");
-    // The reference first: multifactor charged the GPU-minutes and holds the second job.
-    assert_eq!(
-        stock.gpu_minutes["lim_gpu"], 4,
-        "multifactor: 8 GPUs × 34 s"
-    );
-    assert_eq!(
-        stock.decisions["GrpTRESMins second job"],
-        ("PENDING".to_string(), "AssocGrpGRESMinutes".to_string()),
-        "multifactor"
-    );
-    assert_eq!(stock.gpu_minutes, ours.gpu_minutes, "GrpTRESMins usage");
-    assert_eq!(stock.decisions, ours.decisions, "scheduling decisions");
+    eprintln!("multifactor: {stock:#?}\ngputopo: {ours:#?}");
+    // The reference first: multifactor enforced every limit of the workload.
+    let pending = |reason: &str| ("PENDING".to_string(), reason.to_string());
+    let running = ("RUNNING".to_string(), "None".to_string());
+    let expected: BTreeMap<&str, (String, String)> = [
+        ("GrpTRESMins second job", pending("AssocGrpGRESMinutes")),
+        ("QOS GrpTRESMins second job", pending("QOSGrpGRESMinutes")),
+        ("GrpWall second job", pending("AssocGrpWallLimit")),
+        (
+            "GrpTRESRunMins second job, before a pass",
+            pending("AssocGrpGRESRunMinutes"),
+        ),
+        (
+            "GrpTRESRunMins second job, after the restart's pass",
+            running.clone(),
+        ),
+        ("MaxTRESMins job", pending("AssocMaxGRESMinutesPerJob")),
+        // 22.05 shows the threshold's wait as PartitionConfig (with either plugin).
+        (
+            "UsageThreshold busy",
+            pending(if release_at_least(23, 2) {
+                "QOSUsageThreshold"
+            } else {
+                "PartitionConfig"
+            }),
+        ),
+        ("UsageThreshold idle", running),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(stock.decisions, expected, "multifactor's decisions");
+    assert_eq!(ours.decisions, stock.decisions, "gputopo's decisions");
+    // Usage: the same records, limits and (within the two runs' timing) amounts.
+    let (s, o) = assoc_mgr_numbers(&stock.assoc_mgr, &ours.assoc_mgr);
+    assert_close("scontrol show assoc_mgr", &s, &o, 1.0);
+    assert_close("sshare -l", &stock.shares, &ours.shares, 10.0);
+    assert_eq!(stock.sacct, ours.sacct, "sacct");
+    // And each cluster's usage is its jobs' own: a1 held 8 GPUs and 1 CPU (billing 1) for
+    // its elapsed seconds (sshare shows GPU usage in whole minutes, raw usage in seconds; the
+    // 7-day half-life takes off far less than a second).
+    for (plugin, seen) in [("multifactor", &stock), ("gputopo", &ours)] {
+        let acct = &seen.shares[&("lim_gpu".to_string(), String::new())];
+        let secs = seen.elapsed["a1"];
+        let gpu_mins = (8.0 * secs / 60.0).floor();
+        assert!(
+            (acct["GrpTRESRaw:gres/gpu"] - gpu_mins).abs() <= 1.0,
+            "{plugin}: lim_gpu's gres/gpu usage {acct:?}, a1 ran {secs} s with 8 GPUs"
+        );
+        assert!(
+            (acct["RawUsage"] - secs).abs() <= 2.0,
+            "{plugin}: lim_gpu's raw usage {acct:?}, a1 ran {secs} s with 1 CPU"
+        );
+    }
 }

@@ -202,6 +202,7 @@ pub fn run() {
             .wait_timeout_while(stop, Duration::from_secs(u64::from(period)), |s| !*s)
             .unwrap_or_else(PoisonError::into_inner);
         if *stop {
+            log::debug!("recalculation thread stopped");
             return;
         }
     }
@@ -221,7 +222,10 @@ pub fn start_thread() {
                 log::error!("recalculation thread panicked; priorities are no longer recalculated");
             }
         }) {
-        Ok(h) => *t = Some(h),
+        Ok(h) => {
+            log::debug!("recalculation thread started");
+            *t = Some(h);
+        }
         Err(e) => log::error!("cannot start the recalculation thread: {e}"),
     }
 }
