@@ -123,7 +123,7 @@ const ALLOWLISTS: &[Allow] = &[
         ],
         functions: &[
             "slurm_bit_(alloc|free|size|test|set|clear|clear_all|set_count|ffs|fls|ffs_from_bit)",
-            "slurm_list_(iterator_create|iterator_destroy|next|count|find_first_ro)",
+            "slurm_list_(iterator_create|iterator_destroy|next|count|find_first_ro|remove)",
             "slurm_log_var",
             "slurm_get_log_level",
             "slurm_xcalloc",

@@ -10,6 +10,9 @@
 #   clippy      cargo clippy --all-targets -- -D warnings (workspace), and for the plugin
 #               package once per release (SLURM_SRC_DIR = that release's tree)
 #   unit        cargo test (the workspace's default members: no Slurm needed)
+#   fuzz        contrib/fuzz.sh: each fuzz target of fuzz/ for GPUTOPO_FUZZ_SECS (default 12)
+#               seconds from its committed corpus (node Extra, gres.conf/fake_gpus.conf,
+#               gputopo.conf, ledger/health/XID state files, generator labels)
 #   benches     the core's criterion benchmarks, quick form (numbers only, no assertions)
 #   peer-compare  contrib/peer-compare.sh: go-gpuallocator's expected answers (fails on a case
 #               where gputopo's set, or its leftover at an equal set, is worse)
@@ -96,6 +99,8 @@ for r in $releases; do
   SLURM_SRC_DIR=$src phase "clippy-$r" cargo clippy -p gputopo --all-targets -- -D warnings
 done
 phase unit cargo test
+# Every parser of input another party wrote, fuzzed for a bounded time (seconds per target).
+FUZZ_SECS=${GPUTOPO_FUZZ_SECS:-12} phase fuzz "$here/fuzz.sh"
 # Criterion benchmarks of the core in their quick form: they print numbers, they assert nothing.
 phase benches cargo bench -p gputopo-core --bench placement --bench sim --bench priority \
   --bench steer --bench victims -- --quick --noplot

@@ -50,7 +50,7 @@ crate::forwarding_table! {
         req_nodes: u32, mode: u16, preemptee_candidates: *mut xlist,
         preemptee_job_list: *mut *mut xlist, exc_core_bitmap: *mut bitstr_t,
     ) -> c_int, fail = SLURM_ERROR
-        => crate::plugin::steer::job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, exc_core_bitmap);
+        => crate::plugin::steer::job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, exc_core_bitmap);
     // 23.11 and 24.05: no will_run_data_t (see the module docs).
     #[cfg(select_abi = "23.11")]
     guarded fn select_p_job_test(
@@ -58,7 +58,7 @@ crate::forwarding_table! {
         req_nodes: u32, mode: u16, preemptee_candidates: *mut xlist,
         preemptee_job_list: *mut *mut xlist, resv_exc_ptr: *mut resv_exc_t,
     ) -> c_int, fail = SLURM_ERROR
-        => crate::plugin::steer::job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, resv_exc_ptr);
+        => crate::plugin::steer::job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, resv_exc_ptr);
     #[cfg(not(any(select_abi = "22.05", select_abi = "23.11")))]
     guarded fn select_p_job_test(
         job_ptr: *mut job_record_t, bitmap: *mut bitstr_t, min_nodes: u32, max_nodes: u32,
@@ -66,7 +66,7 @@ crate::forwarding_table! {
         preemptee_job_list: *mut *mut xlist, resv_exc_ptr: *mut resv_exc_t,
         will_run_ptr: *mut will_run_data_t,
     ) -> c_int, fail = SLURM_ERROR
-        => crate::plugin::steer::job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, resv_exc_ptr);
+        => crate::plugin::steer::job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, resv_exc_ptr);
     forward fn select_p_job_begin(job_ptr: *mut job_record_t) -> c_int, fail = SLURM_ERROR;
     forward fn select_p_job_ready(job_ptr: *mut job_record_t) -> c_int, fail = SLURM_ERROR;
     forward fn select_p_job_expand(from_job_ptr: *mut job_record_t, to_job_ptr: *mut job_record_t) -> c_int, fail = SLURM_ERROR;

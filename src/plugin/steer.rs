@@ -13,7 +13,8 @@
 //!   [`write`] writes the placement back once; state and config in [`state`]. TEST_ONLY is
 //!   forwarded untouched.
 //! - Before a call that offers preemption candidates, [`preempt`] reorders them so cons_tres
-//!   frees the best-connected GPUs at the same cost.
+//!   frees the best-connected healthy GPUs at the same cost (the core decides over the
+//!   call's snapshot).
 //! - [`select_nodeinfo_set`] (the commit point): forwarded; the selection it commits is the
 //!   one job_test left in `gres_bit_select`.
 //!
@@ -32,6 +33,7 @@ use std::ffi::c_int;
 
 use crate::ffi;
 use crate::slurm::job::{self, JobView, ReservationArg};
+use crate::slurm::preempt::PreempteeOut;
 use crate::slurm::{EntryPtr, node};
 use run::Call;
 use state::Stats;
@@ -50,6 +52,7 @@ pub fn job_test<R: ReservationArg>(
     _req_nodes: u32,
     mode: u16,
     preemptee_candidates: Option<EntryPtr<'_, ffi::xlist>>,
+    preemptee_job_list: Option<EntryPtr<'_, *mut ffi::xlist>>,
     reservation: Option<EntryPtr<'_, R>>,
 ) -> c_int {
     let st = state::state();
@@ -67,21 +70,16 @@ pub fn job_test<R: ReservationArg>(
         return forward();
     };
     let mut job = JobView::new(job);
+    let preemption = job::offers_preemption(preemptee_candidates.as_ref());
+    let victims_out = preemptee_job_list.map(PreempteeOut::new);
     let call = Call {
         max_nodes,
         mode,
-        preemption: job::offers_preemption(preemptee_candidates.as_ref()),
+        preemption,
+        candidates: preemptee_candidates.as_ref().filter(|_| preemption),
+        victims_out: victims_out.as_ref(),
         reserved: reservation.as_ref().and_then(R::gres),
     };
-    let base = u32::from(mode) & ffi::SELECT_MODE_BASE;
-    let planned = base == ffi::SELECT_MODE_RUN_NOW || base == ffi::SELECT_MODE_WILL_RUN;
-    if let Some(list) = preemptee_candidates
-        .as_ref()
-        .filter(|_| call.preemption && planned)
-    {
-        let offered: Vec<_> = candidates.iter_set().collect();
-        preempt::order_candidates(st, &st.config(), &mut job, &offered, list, max_nodes);
-    }
     let rc = run::job_test(st, &forward, &mut job, candidates, call);
     log::debug!(
         "job_test JobId={} mode={} rc={rc}",

@@ -272,6 +272,15 @@ fn publish_merges_and_refuses_admin_strings() {
     assert!(err.contains("refusing to overwrite"), "{err}");
     let (rc, _, err, _) = n.run(&["publish", "--scontrol", "/nonexistent/scontrol"]);
     assert_eq!(rc, 6, "{err}");
+    // Our own record, truncated: repaired, and said so (issue 25 item 1).
+    let truncated = &out.trim()[..out.trim().len() / 2];
+    let (rc, fixed, err, _) = n.run(&["publish", "--dry-run", "--current-extra", truncated]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("replacing gputopo's own unusable record"),
+        "{err}"
+    );
+    assert!(gputopo_core::health::parse_extra(fixed.trim()).is_ok_and(|h| h.is_some()));
 }
 
 #[test]

@@ -11,6 +11,7 @@
 //! beat missing data; missing data beats "merely degraded").
 
 pub mod extra;
+pub mod persist;
 mod policy;
 pub mod sticky;
 pub mod telemetry;
@@ -18,7 +19,7 @@ pub mod violation;
 
 pub use extra::{
     ExtraError, LinkMatrix, MergeRefused, NodeHealth, Parsed, merge_extra, merge_extra_with,
-    parse_extra, read_extra,
+    own_malformed, parse_extra, read_extra,
 };
 pub use policy::{Evidence, HealthPolicy, Reading, RowRemap, judge};
 

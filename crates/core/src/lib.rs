@@ -19,6 +19,7 @@
 //! - [`config`]: parsing of `gputopo.conf`.
 //! - [`priority`]: Slurm's multifactor priority math, and gputopo's extensions.
 //! - [`sim`]: the trace-driven cluster simulator.
+//! - [`state_file`]: files in `StateSaveLocation`: crash-safe writes, bounded reads.
 //! - [`steer`]: what `select/gputopo` changes in cons_tres's answer (GPU re-pick, node
 //!   steering, health cache), as pure decisions; [`steer::call`] runs one
 //!   `select_p_job_test` call as a state machine over a snapshot of Slurm's state.
@@ -37,6 +38,7 @@ pub mod keyvalue;
 pub mod placement;
 pub mod priority;
 pub mod sim;
+pub mod state_file;
 pub mod steer;
 pub mod topology;
 pub mod wideset;

@@ -17,7 +17,7 @@
 //! - [`classic`]: classic fair share (`_set_usage_efctv`, DEPTH_OBLIVIOUS, `calc_fs_factor`).
 //! - [`ledger`]: gputopo's usage ledger (GPU-seconds and TRES billing per account/user with
 //!   exponential decay) and the fair-share tree built from it; [`ledger_file`] its file;
-//!   [`reset`] `PriorityUsageResetPeriod`; [`state_file`] the crash-safe writes of both.
+//!   [`reset`] `PriorityUsageResetPeriod`.
 //! - [`usage`]: association and QOS usage with slurmdbd, charged as multifactor charges it
 //!   (what the accounting limits read); [`decay_clock`] multifactor's last-decay state file.
 //!
@@ -38,7 +38,6 @@ pub mod ledger_file;
 pub mod multifactor;
 pub mod recalc;
 pub mod reset;
-pub mod state_file;
 pub mod usage;
 
 pub use config::{Flags, PriorityConfig, Release, Weights};

@@ -19,6 +19,9 @@
 //!   degraded ones last, cons_tres's pick kept otherwise.
 //! - [`victims`]: preemption victims that free the best GPU set at cons_tres's cost, faulty
 //!   GPUs planned as absent, and the candidate order that steers cons_tres to them.
+//! - [`preempt`]: whether and how to reorder slurmctld's preemption candidates for a GPU
+//!   job (every gate, single- and multi-node), checked against a model of cons_tres's own
+//!   removal passes.
 //! - [`call`]: one `select_p_job_test` call as a state machine over a snapshot of Slurm's
 //!   state (the plugin reads the snapshot, carries out each step, writes the placement),
 //!   tested against a fake cons_tres.
@@ -46,6 +49,7 @@ pub mod health_cache;
 pub mod key_memo;
 pub mod model;
 pub mod narrow;
+pub mod preempt;
 pub mod repick;
 pub mod reserved;
 pub mod shared;

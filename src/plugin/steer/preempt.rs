@@ -1,116 +1,60 @@
-//! Topology-aware preemption victims (issue 15 item 1): before cons_tres plans a preemption
-//! for a one-node GPU job, the candidate list is reordered so that, among the victim sets
-//! that cost no more (same number of jobs, same preemption ranks), cons_tres removes the one
-//! whose freed GPUs give the job the best set, faulty GPUs planned as absent
-//! ([`gputopo_core::steer::victims`] decides; [`crate::slurm::preempt`] reads and sorts the
-//! list). cons_tres still decides whether and whom to preempt; only the order inside runs of
-//! equal rank changes, and not at all with `PreemptParameters=youngest_first` (start times
-//! then rank jobs, which this module does not model). Nor when a candidate would be suspended
-//! (`PreemptMode=SUSPEND`): a suspended job keeps its GPUs
-//! ([`gputopo_core::steer::victims::mode`]), so the order could change only whose cores the
-//! job takes, which cons_tres's own order already decides.
+//! Preemption victims (issue 15 item 1, issue 25 item 2): before cons_tres plans a
+//! preemption for a GPU job, read the candidate list ([`crate::slurm::preempt`]), let the core
+//! decide over the call's snapshot ([`gputopo_core::steer::preempt::decide`]: every gate, the
+//! plan, and a model of cons_tres's own removal passes the new order must satisfy), and
+//! reorder the list when it says so. cons_tres still decides whether and whom to preempt;
+//! only the order inside runs of equal rank changes.
 
-use gputopo_core::GpuSet;
 use gputopo_core::config::SelectConfig;
-use gputopo_core::steer::victims::{self, Candidate, VictimNode};
+use gputopo_core::steer::call::{Ctx, Snapshot};
+use gputopo_core::steer::preempt::{self, Decision, Offered};
 
 use crate::ffi;
-use gputopo_core::steer::model::NodeModel;
-
-use crate::plugin::steer::read;
 use crate::plugin::steer::run::emit;
 use crate::plugin::steer::state::SteerState;
 use crate::slurm::EntryPtr;
-use crate::slurm::bitmap::NodeIndex;
-use crate::slurm::job::JobView;
-use crate::slurm::{node, preempt};
+use crate::slurm::preempt as list;
 
-/// Reorders `list` for `job` on the `offered` nodes (RUN_NOW and WILL_RUN with candidates).
+/// Reorders `candidates` for the call over `snap` (RUN_NOW and WILL_RUN with candidates).
 pub fn order_candidates(
     st: &SteerState,
     cfg: &SelectConfig,
-    job: &mut JobView<'_>,
-    offered: &[NodeIndex],
-    list: &EntryPtr<'_, ffi::xlist>,
-    max_nodes: u32,
+    snap: &Snapshot,
+    candidates: &EntryPtr<'_, ffi::xlist>,
 ) {
-    if !(cfg.topology_aware || cfg.health_aware) || max_nodes != 1 {
-        return;
-    }
-    if crate::slurm::conf::preempt_youngest_first() {
-        return;
-    }
-    let Some(need) = read::gpu_need(job, max_nodes).filter(|n| n.type_id.is_none()) else {
-        return;
+    let cands = list::candidates(candidates);
+    let offered: Vec<Offered> = cands.iter().map(|c| c.offered.clone()).collect();
+    let log = cfg.log_decisions || crate::slurm::conf::debug_select_or_gres();
+    let ctx = Ctx {
+        cfg,
+        engine: &st.engine,
+        log,
+        multiple_sharing: crate::slurm::conf::multiple_sharing_gres_pj(),
     };
-    let cands = preempt::candidates(list);
-    if cands.iter().any(|c| c.keeps_gpus) {
-        // Suspension frees cores only: the order cannot change the job's GPUs (module docs).
-        return;
-    }
-    // Runs of equal keys share a rank (the list is in Slurm's order).
-    let mut rank = 0u64;
-    let core: Vec<Candidate> = cands
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            if i > 0 && cands[i - 1].key != c.key {
-                rank += 1;
-            }
-            Candidate {
-                job: c.job_id,
-                rank,
-                node: c.node.map_or(usize::MAX, |n| n.0),
-                gpus: c.gpus,
-            }
-        })
-        .collect();
-    let mut models: Vec<(usize, std::sync::Arc<NodeModel>, GpuSet, GpuSet)> = Vec::new();
-    for &ni in offered {
-        let held = core
-            .iter()
-            .filter(|c| c.node == ni.0)
-            .fold(GpuSet::EMPTY, |a, c| a.union(c.gpus));
-        if held.is_empty() {
-            continue; // no victim there: preemption cannot change what the job gets
+    let youngest_first = crate::slurm::conf::preempt_youngest_first();
+    let decision = preempt::decide(snap, &offered, &ctx, youngest_first);
+    match &decision {
+        Decision::Reorder { order, .. } => list::reorder(candidates, &cands, order),
+        Decision::Keep(gate) => {
+            log::debug!(
+                target: "gputopo::select",
+                "JobId={} preemption: Slurm's candidate order kept ({gate:?})",
+                snap.job.id
+            );
         }
-        let Some(nv) = node::view(job, ni) else {
-            continue;
-        };
-        let Some(g) = nv.gpus() else { continue };
-        let Some(model) = st.model(&nv, &g, cfg.prefer_agent_topology) else {
-            continue;
-        };
-        let busy = g.allocated().union(g.shared_in_use());
-        let all = model.topo.all();
-        models.push((ni.0, model, busy.difference(held), all.difference(busy)));
     }
-    let vnodes: Vec<VictimNode<'_>> = models
-        .iter()
-        .map(|(i, m, pinned, idle)| VictimNode {
-            index: *i,
-            topo: &m.topo,
-            pinned: *pinned,
-            idle: *idle,
-            health: m.masks(cfg),
-        })
-        .collect();
-    let Some(plan) = victims::choose(&st.engine, &vnodes, &core, need.per_node) else {
-        return;
-    };
-    let order = victims::order(&core, &plan);
-    let moved = order.iter().enumerate().any(|(p, &i)| p != i);
-    if moved {
-        preempt::reorder(list, &cands, &order);
-    }
-    if cfg.log_decisions || crate::slurm::conf::debug_select_or_gres() {
-        let ids: Vec<u32> = plan.victims.iter().map(|&i| core[i].job).collect();
+    if let (true, Decision::Reorder { victims, nodes, .. }) = (log, &decision) {
+        let on: Vec<String> = nodes
+            .iter()
+            .map(|(n, g)| {
+                let name = snap.node(*n).and_then(|s| s.name()).unwrap_or("?");
+                format!("{name} GPUs {g}")
+            })
+            .collect();
         let msg = format!(
-            "decision JobId={} preemption: victims {ids:?} free GPUs {} on node index {}{}",
-            job.id().0,
-            plan.gpus,
-            plan.node,
-            if moved { " (candidates reordered)" } else { "" }
+            "decision JobId={} preemption: victims {victims:?} free {} (candidates reordered)",
+            snap.job.id,
+            on.join(", ")
         );
         emit(cfg.log_decisions, &msg);
     }

@@ -27,13 +27,8 @@ use crate::slurm::node::{self, NodeView};
 /// The job's per-node GPU need, `None` when it asks for no GPU.
 ///
 /// `--gres=gpu:N`/`--gpus-per-node=N` give N; `--gpus=N` on a one-node job gives N; other
-/// forms (`--gpus` over several nodes, per task or socket) give 1: a node must hold at least
-/// one usable GPU, and cons_tres spreads the rest.
-pub fn gpu_need(job: &mut JobView<'_>, max_nodes: u32) -> Option<GpuNeed> {
-    need_of(&job.gres_requests(), max_nodes)
-}
-
-/// [`gpu_need`] of requests already read.
+/// forms (`--gpus` over several nodes, per task or socket) give 1 (`spread`): a node must
+/// hold at least one usable GPU, and cons_tres spreads the rest.
 fn need_of(reqs: &[JobGres<'_>], max_nodes: u32) -> Option<GpuNeed> {
     let gpus: Vec<_> = reqs.iter().filter(|r| r.name() == GPU).collect();
     if gpus.is_empty() {
@@ -41,16 +36,17 @@ fn need_of(reqs: &[JobGres<'_>], max_nodes: u32) -> Option<GpuNeed> {
     }
     let per_node: u64 = gpus.iter().map(|r| r.per_node()).sum();
     let per_job: u64 = gpus.iter().map(|r| r.per_job()).sum();
-    let n = if per_node > 0 {
-        per_node
+    let (n, spread) = if per_node > 0 {
+        (per_node, false)
     } else if per_job > 0 && max_nodes == 1 {
-        per_job
+        (per_job, false)
     } else {
-        1
+        (1, true)
     };
     Some(GpuNeed {
         per_node: usize::try_from(n).unwrap_or(usize::MAX).max(1),
         type_id: gpus.iter().find_map(|r| r.type_id()),
+        spread,
     })
 }
 

@@ -28,10 +28,12 @@ use crate::plugin::steer::explain;
 use crate::plugin::steer::read;
 use crate::plugin::steer::state::{Stats, SteerState};
 use crate::plugin::steer::write;
+use crate::slurm::EntryPtr;
 use crate::slurm::bitmap::{BitmapMut, NodeIndex};
 use crate::slurm::gres::ResvGres;
 use crate::slurm::job::JobView;
 use crate::slurm::node;
+use crate::slurm::preempt::PreempteeOut;
 
 /// Arguments of one `select_p_job_test` call that the hook reads.
 #[derive(Debug, Clone, Copy)]
@@ -43,6 +45,12 @@ pub struct Call<'a> {
     /// The call offers preemptable jobs: no narrowing (cons_tres may append preemptees to
     /// its output list on each successful try, and must see every node to plan preemption).
     pub preemption: bool,
+    /// The preemption candidates (`preemptee_candidates`) when the call offers some:
+    /// reordered once the snapshot is read ([`crate::plugin::steer::preempt`]).
+    pub candidates: Option<&'a EntryPtr<'a, ffi::xlist>>,
+    /// cons_tres's victims list of the call: cut back before each try after the first and
+    /// when the call does not succeed, so only the final try's victims are preempted.
+    pub victims_out: Option<&'a PreempteeOut<'a>>,
     /// GRES reservations that constrain this job's GPUs (23.11+ `resv_exc_t` lists): the
     /// re-pick then chooses within what they allow ([`gputopo_core::steer::reserved`]).
     pub reserved: Option<ResvGres<'a>>,
@@ -103,6 +111,9 @@ fn steer(
         return timed(st, forward);
     }
     let snap = read::snapshot(st, &cfg, job, facts, bitmap);
+    if let Some(list) = call.candidates {
+        crate::plugin::steer::preempt::order_candidates(st, &cfg, &snap, list);
+    }
     drive(st, forward, job, bitmap, &cfg, call, &snap)
 }
 
@@ -140,10 +151,15 @@ fn drive(
     let will_run = matches!(snap.job.mode, tries::Mode::WillRun { .. });
     let mut rc = ffi::SLURM_ERROR;
     let mut events = Vec::new();
+    let mut tries = 0usize;
     let finish = call::run(
         machine,
         |offer| {
             write_bitmap(bitmap, offer);
+            if tries > 0 {
+                call.victims_out.inspect(|o| o.reset());
+            }
+            tries += 1;
             rc = timed(st, forward);
             if rc != ffi::SLURM_SUCCESS as c_int {
                 Reply::Failed
@@ -170,6 +186,7 @@ fn drive(
         Outcome::Failed => {}
     }
     if finish.outcome != Outcome::Success {
+        call.victims_out.inspect(|o| o.reset());
         explain::pending(job, snap, cfg, &finish.withheld);
     }
     Stats::add(&st.stats.excluded, finish.excluded as u64);

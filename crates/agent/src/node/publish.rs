@@ -5,7 +5,8 @@
 //! 1. Read NVML (bounded by `NvmlTimeoutMs`) and judge every GPU.
 //! 2. Read the current `Extra` with `scontrol show node NAME`.
 //! 3. Merge: other JSON keys are kept; a non-JSON value (an administrator's note) is never
-//!    overwritten — exit 5 with a message saying how to clear it.
+//!    overwritten — exit 5 with a message saying how to clear it. gputopo's own record made
+//!    unusable (truncated, corrupted) is replaced, with a message saying so.
 //! 4. Write with `scontrol update NodeName=NAME Extra=JSON`, only when the value changed.
 //! 5. Optionally (`DrainWhenAllFaulty=yes`) drain the node when *every* GPU is faulty. One bad GPU
 //!    never drains the node: the select plugin skips exactly that GPU.
@@ -116,6 +117,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .and_then(|h| h.time)
         .filter(|&t| t <= now && now - t < a.publish_refresh_sec);
     health.time = fresh.or(Some(now));
+    if let Some(e) = gputopo_core::health::own_malformed(&current) {
+        // Ours (it names our key) but unusable: slurmctld keeps the node's last good health
+        // meanwhile; rewriting it is the repair (issue 25 item 1).
+        eprintln!(
+            "gputopo: publish: node {}: {e}; replacing gputopo's own unusable record",
+            s.node
+        );
+    }
     let labels = r.labels();
     let mut merged = merge_extra_with(&current, &health, labels.as_ref());
     if merged.as_deref().is_ok_and(|m| m != current.trim()) && fresh.is_some() {

@@ -335,6 +335,13 @@ pub fn read_extra(extra: &str) -> Result<Option<Parsed>, ExtraError> {
     }))
 }
 
+/// Why `extra` is our own record made unusable (truncated, corrupted, another version),
+/// `None` when it is usable or not ours (an administrator's note, empty). The agent replaces
+/// such a record ([`merge_extra`]) and says so with this message.
+pub fn own_malformed(extra: &str) -> Option<ExtraError> {
+    read_extra(extra).err()
+}
+
 /// Why [`merge_extra`] refused to write.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MergeRefused {
@@ -356,6 +363,8 @@ pub enum MergeRefused {
 /// summary keys of [`flat::health_keys`] (the short, readable part comes first); gputopo's
 /// stale flat keys ([`flat::OWNED`]) are dropped and other keys kept, in sorted order. Empty
 /// and `(null)` count as no value.
+///
+/// Our own record made unusable ([`own_malformed`]) is replaced whole.
 ///
 /// # Errors
 /// [`MergeRefused`] when `existing` is a non-JSON string or JSON that is not an object.
@@ -382,6 +391,9 @@ pub fn merge_extra_with(
         match serde_json::from_str::<serde_json::Value>(t) {
             Ok(serde_json::Value::Object(m)) => m,
             Ok(_) => return Err(MergeRefused::NotObject(preview())),
+            // Our own record, truncated or corrupted: nothing else in it can be read back,
+            // and leaving it would keep the node's health stale for good.
+            Err(_) if own_malformed(t).is_some() => serde_json::Map::new(),
             Err(_) => return Err(MergeRefused::NotJson(preview())),
         }
     };

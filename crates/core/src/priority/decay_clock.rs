@@ -67,23 +67,29 @@ impl DecayClock {
     }
 }
 
-/// Reads `dir/priority_last_decay_ran`.
+/// Reads `dir/priority_last_decay_ran` (its first 16 bytes: a binary file, read bounded).
 ///
 /// # Errors
 /// The file exists but cannot be read.
 pub fn load(dir: &Path) -> Result<Loaded, (PathBuf, std::io::Error)> {
+    use std::io::Read;
     let path = dir.join(DECAY_CLOCK_FILE);
-    match std::fs::read(&path) {
-        Ok(b) => Ok(match DecayClock::decode(&b) {
-            Ok(c) => Loaded::Clock(c),
-            Err(c) => Loaded::Incomplete(c, format!("{} bytes, 16 expected", b.len())),
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Loaded::Missing),
-        Err(e) => Err((path, e)),
-    }
+    let f = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::Missing),
+        Err(e) => return Err((path, e)),
+    };
+    let mut b = Vec::with_capacity(16);
+    f.take(16)
+        .read_to_end(&mut b)
+        .map_err(|e| (path.clone(), e))?;
+    Ok(match DecayClock::decode(&b) {
+        Ok(c) => Loaded::Clock(c),
+        Err(c) => Loaded::Incomplete(c, format!("{} bytes, 16 expected", b.len())),
+    })
 }
 
-/// Writes the clock crash-safe (see [`super::state_file::write_atomic`]).
+/// Writes the clock crash-safe (see [`crate::state_file::write`]).
 ///
 /// # Errors
 /// Any I/O failure (the previous file is then left intact).
@@ -92,7 +98,7 @@ pub fn write(
     clock: &DecayClock,
     owner_uid: Option<u32>,
 ) -> Result<(), (PathBuf, std::io::Error)> {
-    super::state_file::write_atomic(dir, DECAY_CLOCK_FILE, &clock.encode(), owner_uid)
+    crate::state_file::write(dir, DECAY_CLOCK_FILE, &clock.encode(), owner_uid)
 }
 
 #[cfg(test)]

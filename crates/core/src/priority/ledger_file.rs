@@ -59,11 +59,8 @@ pub fn load(dir: &Path, half_life_secs: u32, now: i64) -> Result<Loaded, LedgerE
             })
         }
         Err(LedgerError::Corrupt { reason, .. }) => {
-            let aside = dir.join(format!("{LEDGER_FILE}.corrupt-{now}"));
-            fs::rename(&path, &aside).map_err(|source| LedgerError::Io {
-                path: aside.clone(),
-                source,
-            })?;
+            let aside = crate::state_file::set_aside(dir, LEDGER_FILE, now)
+                .map_err(|(path, source)| LedgerError::Io { path, source })?;
             Ok(Loaded {
                 ledger: Ledger::new(half_life_secs, now),
                 set_aside: Some((aside, reason)),
@@ -75,13 +72,13 @@ pub fn load(dir: &Path, half_life_secs: u32, now: i64) -> Result<Loaded, LedgerE
     }
 }
 
-/// Writes a snapshot crash-safe, private and owned by `owner_uid` if given
-/// ([`super::state_file::write_atomic`]).
+/// Writes a snapshot crash-safe: `<file>.new` (mode 0600, owner `owner_uid` if given), fsync,
+/// rename over `<file>`, fsync of `dir`. A crash leaves the old or the new file.
 ///
 /// # Errors
 /// Any I/O failure (the previous file is then left intact).
 pub fn write(dir: &Path, snapshot: &str, owner_uid: Option<u32>) -> Result<(), LedgerError> {
-    super::state_file::write_atomic(dir, LEDGER_FILE, snapshot.as_bytes(), owner_uid)
+    crate::state_file::write(dir, LEDGER_FILE, snapshot.as_bytes(), owner_uid)
         .map_err(|(path, source)| LedgerError::Io { path, source })
 }
 
