@@ -14,6 +14,7 @@
 //! [`gputopo_core::priority`]; [`state`] holds config and ledger; [`recalc`] is the loop.
 
 pub mod dbd;
+pub mod ended;
 pub mod recalc;
 pub mod state;
 
@@ -193,6 +194,29 @@ fn job_end(job: Option<EntryPtr<'_, ffi::job_record_t>>) -> Result<(), PluginErr
         dbd::job_end(&mut JobRecord::from_entry(job), now());
     }
     Ok(())
+}
+
+/// `select_p_job_fini` of the select role, for the usage ledger (without slurmdbd): notes the
+/// ending job before cons_tres releases its resources ([`ended`]), then forwards. The note
+/// can never keep the forward from happening (its panic is caught here). Slurm holds the job
+/// and node write locks; no other lock is taken.
+pub fn job_fini(
+    forward: impl FnOnce() -> std::ffi::c_int,
+    job: Option<EntryPtr<'_, ffi::job_record_t>>,
+) -> std::ffi::c_int {
+    if let Some(job) = job.filter(|_| RUNNING.load(Ordering::SeqCst) && !STATE.with_dbd()) {
+        let job = JobRecord::from_entry(job);
+        let noted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ended::note(&job, now());
+        }));
+        if noted.is_err() {
+            log::error!(
+                "job {}: noting its end for the usage ledger failed; the next pass charges it if its record is still there",
+                job.id()
+            );
+        }
+    }
+    forward()
 }
 
 /// `priority_p_recover` (23.02+): seed factors for sprio at startup; never boosts (multifactor

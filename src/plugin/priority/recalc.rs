@@ -8,6 +8,7 @@
 //! multifactor's `job_write_lock`), plus `priority_p_recover` and 22.05's factor list.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::PoisonError;
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use gputopo_core::priority::recalc::{self, charged, recalculates};
 use gputopo_core::priority::reset::ResetPeriod;
 
 use super::dbd::{self, ClockSave, DbdPass};
+use super::ended::{self, LedgerJob};
 use super::state::{Extension, STATE, Scratch, Snapshot, compute, load_extension};
 use crate::slurm::prio::job::{JobBuf, JobsLocked, job_list_exists};
 use crate::slurm::prio::{self, AssocLock, CtldLock, CtldLocks};
@@ -122,6 +124,13 @@ fn locked_pass(recover: bool) -> (bool, Saves) {
         None
     };
     let tres_cnt = prio::tres_count();
+    // Jobs that ended since the last pass (noted by select_p_job_fini): those not found
+    // finished in job_list below were purged already and are charged from the note.
+    let mut noted = if ext.is_some() && !recover {
+        ended::take()
+    } else {
+        HashMap::new()
+    };
     let mut jobs = JobsLocked::new(&ctld);
     let mut changed = false;
     let clock = BUF.with_borrow_mut(|buf| {
@@ -129,7 +138,11 @@ fn locked_pass(recover: bool) -> (bool, Saves) {
             let state = job.state();
             if let Some(ext) = ext.as_deref_mut() {
                 if !recover && charged(&state) {
-                    ext.charge(job, start, tres_cnt);
+                    let j = LedgerJob::of(job, ext.gpu_index, tres_cnt);
+                    if state.finished {
+                        noted.remove(&j.key());
+                    }
+                    ext.charge(&j, start);
                 } else if state.pending {
                     ext.pending.insert(job.user_id());
                 }
@@ -139,6 +152,9 @@ fn locked_pass(recover: bool) -> (bool, Saves) {
         });
         if let Some(ext) = ext.as_deref_mut() {
             if !recover {
+                for j in noted.values() {
+                    ext.charge(j, start);
+                }
                 // Only a pass that charged may move the clock (recover charges nothing).
                 ext.ledger.decay_to(start);
             }

@@ -16,6 +16,7 @@ use gputopo_core::priority::recalc::{array_len, eligible_time, ledger_charge_sec
 use gputopo_core::priority::reset::{ResetPeriod, ResetSchedule};
 use gputopo_core::priority::{ClusterInput, Flags, JobPriority, PriorityConfig, job_priority_into};
 
+use super::ended::LedgerJob;
 use crate::slurm::prio::job::{InputBuf, JobRecord};
 use crate::slurm::prio::{self};
 
@@ -217,21 +218,15 @@ impl Extension {
     /// Charges a job for the part of `[start, end]` (end: `until` while it runs) after the
     /// ledger's last decay, from the job's own start/end times, so a job that started and
     /// ended between two passes is charged in full and none is charged twice.
-    pub fn charge(&mut self, job: &JobRecord<'_>, until: i64, tres_cnt: usize) {
-        let Some(run_secs) =
-            ledger_charge_secs(job.charge_times(), self.ledger.last_decay(), until)
-        else {
+    pub fn charge(&mut self, job: &LedgerJob, until: i64) {
+        let Some(run_secs) = ledger_charge_secs(job.times, self.ledger.last_decay(), until) else {
             return;
         };
-        let gpus = self
-            .gpu_index
-            .and_then(|i| job.tres_alloc(i, tres_cnt))
-            .unwrap_or_else(|| job.gpus_to_charge());
         self.ledger.charge(&UsageCharge {
             account: UNVERIFIED_ACCOUNT.to_string(),
-            user: job.user_id().to_string(),
-            gpus,
-            billing: job.billable_tres(),
+            user: job.uid.to_string(),
+            gpus: job.gpus,
+            billing: job.billing,
             run_secs,
         });
     }

@@ -88,8 +88,9 @@ pub struct UsageCharge {
     pub account: String,
     /// User name (or uid as text).
     pub user: String,
-    /// GPUs allocated.
-    pub gpus: u64,
+    /// GPUs allocated, in GPU equivalents: whole GPUs plus the shares of shared GRES
+    /// (`shard`, `mps`) as the part of a GPU they are ([`super::gpu_count::shared_gpu_share`]).
+    pub gpus: f64,
     /// TRES billing of the allocation (`billable_tres`).
     pub billing: f64,
     /// Seconds of the interval the job ran (already clipped to its start/end).
@@ -209,7 +210,7 @@ impl Ledger {
             .entries
             .entry((c.account.clone(), c.user.clone()))
             .or_default();
-        u.gpu_secs += run_decay * c.gpus as f64;
+        u.gpu_secs += run_decay * c.gpus;
         u.billing_secs += run_decay * c.billing;
     }
 
@@ -358,7 +359,7 @@ mod tests {
         UsageCharge {
             account: acct.into(),
             user: user.into(),
-            gpus,
+            gpus: gpus as f64,
             billing: 0.0,
             run_secs: secs,
         }
@@ -418,7 +419,7 @@ mod tests {
             l.charge(&UsageCharge {
                 account: UNVERIFIED_ACCOUNT.into(),
                 user: "1000".into(),
-                gpus: 1,
+                gpus: 1.0,
                 billing: 1.0,
                 run_secs: 60.0,
             })
