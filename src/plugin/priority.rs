@@ -91,6 +91,10 @@ impl Role for PriorityRole {
         // (recalc::ensure_ledger), not here: a backup initialises its plugins in standby.
         *STATE.ext.lock().unwrap_or_else(PoisonError::into_inner) = None;
         STATE.reload();
+        if !prio::site_factor::init() {
+            RUNNING.store(false, Ordering::SeqCst);
+            return Err(PluginError::SiteFactor);
+        }
         if with_dbd {
             dbd::load_clock();
         } else {
@@ -121,11 +125,12 @@ impl Role for PriorityRole {
         recalc::stop_thread();
         if STATE.with_dbd() {
             log::info!("priority role stopped");
-            return;
+        } else {
+            let _ = recalc::pass(false);
+            *STATE.ext.lock().unwrap_or_else(PoisonError::into_inner) = None;
+            log::info!("priority role stopped; usage ledger saved");
         }
-        let _ = recalc::pass(false);
-        *STATE.ext.lock().unwrap_or_else(PoisonError::into_inner) = None;
-        log::info!("priority role stopped; usage ledger saved");
+        prio::site_factor::fini();
     }
 
     /// `priority_g_fini` is the only end production slurmctld signals (it never calls the
@@ -152,6 +157,8 @@ impl Role for PriorityRole {
 fn set(_last_prio: u32, job: Option<EntryPtr<'_, ffi::job_record_t>>) -> Result<u32, PluginError> {
     let Some(job) = job else { return Ok(1) };
     let mut job = JobRecord::from_entry(job);
+    // First, so a change of the site factor is in the sum (multifactor's order).
+    prio::site_factor::set(&mut job);
     let cfg = STATE.config();
     let ext = STATE.ext.lock().unwrap_or_else(PoisonError::into_inner);
     let ext = if STATE.with_dbd() { None } else { ext.as_ref() };
@@ -170,6 +177,7 @@ fn reconfig(assoc_clear: bool) -> Result<(), PluginError> {
         if STATE.with_dbd() {
             dbd::reconfigured(assoc_clear);
         }
+        prio::site_factor::reconfig();
     }
     Ok(())
 }

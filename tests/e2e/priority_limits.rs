@@ -21,7 +21,8 @@
 //! | QOS `UsageThreshold=0.5` (`EnforceUsageThreshold`) | the busiest account's job waits, an idle one's runs | `QOSUsageThreshold` |
 //! | QOS `Flags=NoDecay`, a partition QOS | usage charged undecayed / to the partition's QOS | (usage compared) |
 //!
-//! Then `scontrol show assoc_mgr`, `sshare -l` and `sacct` must agree between the two.
+//! Then `scontrol show assoc_mgr`, `sshare -l` and `sacct` must agree between the two, also
+//! after a reconfigure and after a restart with `PriorityUsageResetPeriod=NOW`.
 
 mod observe;
 
@@ -96,6 +97,8 @@ struct Observed {
     sacct: BTreeMap<String, String>,
     /// sacct's elapsed seconds per job name.
     elapsed: BTreeMap<String, f64>,
+    /// `scontrol show assoc_mgr` after a restart with `PriorityUsageResetPeriod=NOW`.
+    after_reset: AssocMgr,
 }
 
 /// Submits a named job (`-J name`, one task) and returns its id.
@@ -107,18 +110,31 @@ fn submit(c: &Cluster, name: &str, args: &[&str], secs: u32) -> u32 {
     c.sbatch(&all)
 }
 
-/// Waits up to `timeout` for `job` to be in `state`, or (when `state` is "PENDING") for a
-/// reason other than waiting its turn; returns its state and reason then, whatever they are
-/// (the comparison with multifactor is the assertion).
-fn decision(c: &Cluster, job: u32, state: &str, timeout: Duration) -> (String, String) {
+/// What [`decision`] waits for.
+#[derive(Clone, Copy)]
+enum Until {
+    /// Running or done, or pending for a reason other than waiting its turn.
+    Decided,
+    /// This state.
+    State(&'static str),
+    /// Pending for this reason (22.05 first shows some limits as `PartitionConfig` at
+    /// submit, then the scheduler's own reason).
+    Reason(&'static str),
+}
+
+/// Waits up to `timeout` for what `until` says; returns the job's state and reason then,
+/// whatever they are (the comparison with multifactor is the assertion).
+fn decision(c: &Cluster, job: u32, until: Until, timeout: Duration) -> (String, String) {
     let start = Instant::now();
     loop {
         let s = c.job_state(job).unwrap_or_default();
         let r = c.job_reason(job).unwrap_or_default();
-        let settled = if state == "PENDING" {
-            s != "PENDING" || !matches!(r.as_str(), "None" | "Priority" | "Resources")
-        } else {
-            s == state
+        let settled = match until {
+            Until::Decided => {
+                s != "PENDING" || !matches!(r.as_str(), "None" | "Priority" | "Resources")
+            }
+            Until::State(want) => s == want,
+            Until::Reason(want) => r == want,
         };
         if settled || start.elapsed() > timeout {
             return (s, r);
@@ -129,10 +145,20 @@ fn decision(c: &Cluster, job: u32, state: &str, timeout: Duration) -> (String, S
 
 /// Runs the workload on a fresh cluster with `priority` and reads what it left.
 fn run(dbd: &Slurmdbd, cluster: &str, priority: &str, setup: bool) -> Observed {
+    // A site factor plugin, loaded and driven by either priority plugin (Slurm ships one
+    // that sets nothing: 22.05's Debian package `none`, 24.11 `example`).
+    let site = if release_at_least(23, 2) {
+        "example"
+    } else {
+        "none"
+    };
     let c = Cluster::up(Opts {
         nodes: 4,
         priority: priority.into(),
-        extra_conf: Some(format!("{CONF}{}", dbd.conf(cluster))),
+        extra_conf: Some(format!(
+            "{CONF}PrioritySiteFactorPlugin=site_factor/{site}\n{}",
+            dbd.conf(cluster)
+        )),
         ..Opts::default()
     });
     if setup {
@@ -180,10 +206,10 @@ fn run(dbd: &Slurmdbd, cluster: &str, priority: &str, setup: bool) -> Observed {
     let t1 = submit(&c, "t1", &["-A", "t_busy", "-c", "24"], 8);
     seen.decisions.insert(
         "GrpTRESRunMins second job, before a pass",
-        decision(&c, d2, "PENDING", WAIT),
+        decision(&c, d2, Until::Decided, WAIT),
     );
     seen.decisions
-        .insert("MaxTRESMins job", decision(&c, e1, "PENDING", WAIT));
+        .insert("MaxTRESMins job", decision(&c, e1, Until::Decided, WAIT));
     c.wait_state(t1, "COMPLETED", WAIT);
     // A pass must release more than one GPU-minute of d1 (4 GPUs × 15 s) for d2 to fit:
     // the restart's pass charges d1 from the last pass (before it started) to now.
@@ -191,7 +217,7 @@ fn run(dbd: &Slurmdbd, cluster: &str, priority: &str, setup: bool) -> Observed {
     c.restart_slurmctld();
     seen.decisions.insert(
         "GrpTRESRunMins second job, after the restart's pass",
-        decision(&c, d2, "RUNNING", Duration::from_secs(20)),
+        decision(&c, d2, Until::State("RUNNING"), Duration::from_secs(20)),
     );
     // The restart's Fair Tree pass ranked t_busy's 24 CPUs × 8 s lowest of 8 users.
     let t2 = submit(
@@ -206,10 +232,22 @@ fn run(dbd: &Slurmdbd, cluster: &str, priority: &str, setup: bool) -> Observed {
         &["-A", "t_idle", "--qos=thres", "--gres=gpu:1"],
         5,
     );
-    seen.decisions
-        .insert("UsageThreshold busy", decision(&c, t2, "PENDING", WAIT));
-    seen.decisions
-        .insert("UsageThreshold idle", decision(&c, t3, "RUNNING", WAIT));
+    seen.decisions.insert(
+        "UsageThreshold busy",
+        decision(
+            &c,
+            t2,
+            Until::Reason("QOSUsageThreshold"),
+            Duration::from_secs(20),
+        ),
+    );
+    seen.decisions.insert(
+        "UsageThreshold idle",
+        decision(&c, t3, Until::State("RUNNING"), WAIT),
+    );
+    // A reconfigure: 22.05 rebuilds the run-seconds of running jobs in place and the priority
+    // plugin takes them back to the last pass; 24.11 re-executes slurmctld (a restart).
+    c.reconfigure();
     for job in [a1, b1, c1] {
         c.wait_state(job, "COMPLETED", WAIT);
     }
@@ -226,18 +264,34 @@ fn run(dbd: &Slurmdbd, cluster: &str, priority: &str, setup: bool) -> Observed {
         &["-A", "lim_wall", "--qos=x4", "--gres=gpu:1", "-t", "1"],
         5,
     );
-    seen.decisions
-        .insert("GrpTRESMins second job", decision(&c, a2, "PENDING", WAIT));
+    seen.decisions.insert(
+        "GrpTRESMins second job",
+        decision(&c, a2, Until::Decided, WAIT),
+    );
     seen.decisions.insert(
         "QOS GrpTRESMins second job",
-        decision(&c, b2, "PENDING", WAIT),
+        decision(&c, b2, Until::Decided, WAIT),
     );
     seen.decisions
-        .insert("GrpWall second job", decision(&c, c2, "PENDING", WAIT));
+        .insert("GrpWall second job", decision(&c, c2, Until::Decided, WAIT));
     seen.assoc_mgr = assoc_mgr(&c, ACCOUNTS, QOS);
     seen.shares = sshare(&c, ACCOUNTS);
     (seen.sacct, seen.elapsed) = sacct(&c, cluster);
+    // PriorityUsageResetPeriod=NOW clears all usage at the decay loop's first pass: the
+    // restart's (then only d1, still running, is charged again, from the last pass).
+    let conf = c.etc().join("slurm.conf");
+    let text = std::fs::read_to_string(&conf).expect("read slurm.conf");
+    std::fs::write(&conf, format!("{text}PriorityUsageResetPeriod=NOW\n"))
+        .expect("write slurm.conf");
+    c.restart_slurmctld();
+    seen.after_reset = assoc_mgr(&c, ACCOUNTS, QOS);
     seen
+}
+
+/// What `scontrol show assoc_mgr` values may differ by between the two runs: a minute where
+/// they are minutes, 5 s of one CPU in `UsageRaw` (billing-seconds).
+fn assoc_mgr_slack(field: &str) -> f64 {
+    if field == "UsageRaw" { 5.0 } else { 1.0 }
 }
 
 #[test]
@@ -267,15 +321,7 @@ fn with_slurmdbd_usage_limits_match_multifactor() {
             running.clone(),
         ),
         ("MaxTRESMins job", pending("AssocMaxGRESMinutesPerJob")),
-        // 22.05 shows the threshold's wait as PartitionConfig (with either plugin).
-        (
-            "UsageThreshold busy",
-            pending(if release_at_least(23, 2) {
-                "QOSUsageThreshold"
-            } else {
-                "PartitionConfig"
-            }),
-        ),
+        ("UsageThreshold busy", pending("QOSUsageThreshold")),
         ("UsageThreshold idle", running),
     ]
     .into_iter()
@@ -284,9 +330,20 @@ fn with_slurmdbd_usage_limits_match_multifactor() {
     assert_eq!(ours.decisions, stock.decisions, "gputopo's decisions");
     // Usage: the same records, limits and (within the two runs' timing) amounts.
     let (s, o) = assoc_mgr_numbers(&stock.assoc_mgr, &ours.assoc_mgr);
-    assert_close("scontrol show assoc_mgr", &s, &o, 1.0);
-    assert_close("sshare -l", &stock.shares, &ours.shares, 10.0);
+    assert_close("scontrol show assoc_mgr", &s, &o, assoc_mgr_slack);
+    assert_close("sshare -l", &stock.shares, &ours.shares, |_| 10.0);
     assert_eq!(stock.sacct, ours.sacct, "sacct");
+    let (s, o) = assoc_mgr_numbers(&stock.after_reset, &ours.after_reset);
+    assert_close(
+        "assoc_mgr after PriorityUsageResetPeriod=NOW",
+        &s,
+        &o,
+        assoc_mgr_slack,
+    );
+    assert_eq!(
+        s["assoc:lim_gpu"]["GrpTRESMins:gres/gpu"], 0.0,
+        "multifactor cleared lim_gpu's usage"
+    );
     // And each cluster's usage is its jobs' own: a1 held 8 GPUs and 1 CPU (billing 1) for
     // its elapsed seconds (sshare shows GPU usage in whole minutes, raw usage in seconds; the
     // 7-day half-life takes off far less than a second).

@@ -203,6 +203,12 @@ impl DbdPass {
         })
     }
 
+    /// Whether the clock moved since the last pass (multifactor's decay branch, where the
+    /// site factor plugin updates every job's factor).
+    pub fn moved(&self) -> bool {
+        self.plan.moved
+    }
+
     /// One job of the walk: charges it where the pass charges it (running jobs, from the last
     /// pass to now); returns whether the pass may score it (a first pass without Fair Tree
     /// scores nothing; without Fair Tree a job whose end was charged is not scored either).

@@ -10,6 +10,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::PoisonError;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use gputopo_core::priority::multifactor::apply_incr_only;
@@ -123,6 +124,17 @@ fn locked_pass(recover: bool) -> (bool, Saves) {
     } else {
         None
     };
+    if !recover {
+        // A pass after another of this loop (with slurmdbd: since the decay clock's last
+        // pass) lets the site factor plugin update every job first, as multifactor does.
+        let prev = PREV_PASS.swap(start, Ordering::Relaxed);
+        if dbd
+            .as_ref()
+            .map_or(prev > 0 && start > prev, DbdPass::moved)
+        {
+            prio::site_factor::update();
+        }
+    }
     let tres_cnt = prio::tres_count();
     // Jobs that ended since the last pass (noted by select_p_job_fini): those not found
     // finished in job_list below were purged already and are charged from the note.
@@ -186,6 +198,9 @@ fn locked_pass(recover: bool) -> (bool, Saves) {
     (true, Saves { ledger, clock })
 }
 
+/// When this loop's previous charging pass ran (0: none yet; reset when the loop starts).
+static PREV_PASS: AtomicI64 = AtomicI64::new(0);
+
 thread_local! {
     /// The records a pass keeps to score, reused by every pass of this thread (the loop's, or
     /// `priority_p_recover`'s).
@@ -200,6 +215,7 @@ pub fn decay_factor() -> f64 {
 
 /// The loop body of the recalculation thread; returns when asked to stop.
 pub fn run() {
+    PREV_PASS.store(0, Ordering::Relaxed);
     if STATE.with_dbd() {
         dbd::loop_started();
     }

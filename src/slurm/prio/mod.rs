@@ -15,6 +15,7 @@
 pub mod assoc;
 pub mod job;
 pub mod long_double;
+pub mod site_factor;
 pub mod sprio;
 pub mod usage;
 pub mod xmalloc;

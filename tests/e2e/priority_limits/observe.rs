@@ -150,12 +150,13 @@ pub fn close(a: f64, b: f64, slack: f64) -> bool {
     a == b || (a - b).abs() <= slack.max(0.1 * a.abs().max(b.abs()))
 }
 
-/// Asserts that every number of `stock` has a close number in `ours` (same keys).
+/// Asserts that every number of `stock` has a close number in `ours` (same keys), `slack`
+/// giving each field's absolute allowance.
 pub fn assert_close<K: Ord + std::fmt::Debug>(
     what: &str,
     stock: &BTreeMap<K, BTreeMap<String, f64>>,
     ours: &BTreeMap<K, BTreeMap<String, f64>>,
-    slack: f64,
+    slack: impl Fn(&str) -> f64,
 ) {
     assert_eq!(
         stock.keys().collect::<Vec<_>>(),
@@ -172,7 +173,7 @@ pub fn assert_close<K: Ord + std::fmt::Debug>(
         for (field, sv) in s {
             let ov = o[field];
             assert!(
-                close(*sv, ov, slack) || (sv.is_nan() && ov.is_nan()),
+                close(*sv, ov, slack(field)) || (sv.is_nan() && ov.is_nan()),
                 "{what} {k:?} {field}: multifactor {sv} gputopo {ov}"
             );
         }

@@ -222,6 +222,9 @@ pub struct PassPlan {
     pub decay: Option<f64>,
     /// Whether running jobs are charged (from `last_ran`) and pending jobs scored.
     pub charge_and_score: bool,
+    /// Whether the clock moved since the last pass (then the site factor plugin updates
+    /// every job's factor, `site_factor_g_update`).
+    pub moved: bool,
 }
 
 /// The decay thread's loop body: without Fair Tree, a first pass (or one whose clock did not
@@ -241,6 +244,7 @@ pub fn pass_plan(fair_tree: bool, last_ran: i64, now: i64, decay_factor: f64) ->
     PassPlan {
         decay,
         charge_and_score: fair_tree || moved,
+        moved,
     }
 }
 

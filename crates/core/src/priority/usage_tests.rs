@@ -215,6 +215,7 @@ fn pass_plan_follows_the_decay_thread() {
     // First pass (no state file): classic does nothing, Fair Tree charges and scores.
     let first = pass_plan(false, 0, 5000, d);
     assert_eq!((first.decay, first.charge_and_score), (None, false));
+    assert!(!first.moved);
     let first = pass_plan(true, 0, 5000, d);
     assert_eq!((first.decay, first.charge_and_score), (None, true));
     // The clock did not move.
@@ -222,7 +223,7 @@ fn pass_plan_follows_the_decay_thread() {
     // A normal period.
     let p = pass_plan(false, 5000, 5060, d);
     assert_eq!(p.decay, Some(d.powf(60.0)));
-    assert!(p.charge_and_score);
+    assert!(p.charge_and_score && p.moved);
     // No half-life: nothing to decay, but the period charges.
     let p = pass_plan(false, 5000, 5060, 1.0);
     assert_eq!((p.decay, p.charge_and_score), (None, true));
