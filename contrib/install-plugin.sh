@@ -20,7 +20,7 @@
 # features on that text). A select_gputopo.so left by a gputopo before 0.2 (plugin type
 # select/gputopo) is removed: it would be a second plugin with id 109 in DIR.
 # gputopo dlopens the real select_cons_tres.so from D by absolute path (it finds D as the
-# directory of libslurmfull.so, see src/plugin/stock.rs).
+# directory of libslurmfull.so, see src/plugin/select/stock.rs).
 #
 # D defaults to the stock plugin dir of --release, else to the RUNPATH the .so was linked with
 # (the libslurmfull directory of its release). The .so is copied to a temporary name in DIR

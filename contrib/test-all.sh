@@ -102,7 +102,7 @@ phase unit cargo test
 # Every parser of input another party wrote, fuzzed for a bounded time (seconds per target).
 FUZZ_SECS=${GPUTOPO_FUZZ_SECS:-12} phase fuzz "$here/fuzz.sh"
 # Criterion benchmarks of the core in their quick form: they print numbers, they assert nothing.
-phase benches cargo bench -p gputopo-core --bench placement --bench sim --bench priority \
+phase benches cargo bench -p gputopo-core -p gputopo-eval --bench placement --bench sim --bench priority \
   --bench steer --bench victims -- --quick --noplot
 
 # The gputopo command (gres.conf for the harness; the agent's e2e tests also run it).

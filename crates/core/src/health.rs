@@ -13,6 +13,7 @@
 pub mod extra;
 pub mod persist;
 mod policy;
+pub mod publish;
 pub mod sticky;
 pub mod telemetry;
 pub mod violation;

@@ -1,6 +1,6 @@
 //! The decisions `select/gputopo` makes inside slurmctld, as pure functions over plain types.
 //!
-//! The plugin (`src/plugin/steer.rs`) lets stock cons_tres do the whole allocation, then
+//! The plugin (`src/plugin/select/steer.rs`) lets stock cons_tres do the whole allocation, then
 //! corrects it. It reads Slurm's structs into the types here, asks these functions what to
 //! do, and writes the answer back; nothing here knows Slurm, and everything here is tested
 //! without it.

@@ -24,37 +24,13 @@ use gputopo_core::steer::call::{self, Ctx, Event, Outcome, Reply, Snapshot};
 use gputopo_core::steer::tries;
 
 use crate::ffi;
-use crate::plugin::steer::explain;
-use crate::plugin::steer::read;
-use crate::plugin::steer::state::{Stats, SteerState};
-use crate::plugin::steer::write;
-use crate::slurm::EntryPtr;
+use crate::plugin::select::steer::explain;
+use crate::plugin::select::steer::read::{self, Call};
+use crate::plugin::select::steer::state::{Stats, SteerState};
+use crate::plugin::select::steer::write;
 use crate::slurm::bitmap::{BitmapMut, NodeIndex};
-use crate::slurm::gres::ResvGres;
 use crate::slurm::job::JobView;
 use crate::slurm::node;
-use crate::slurm::preempt::PreempteeOut;
-
-/// Arguments of one `select_p_job_test` call that the hook reads.
-#[derive(Debug, Clone, Copy)]
-pub struct Call<'a> {
-    /// `max_nodes`.
-    pub max_nodes: u32,
-    /// `mode` (flag bits included).
-    pub mode: u16,
-    /// The call offers preemptable jobs: no narrowing (cons_tres may append preemptees to
-    /// its output list on each successful try, and must see every node to plan preemption).
-    pub preemption: bool,
-    /// The preemption candidates (`preemptee_candidates`) when the call offers some:
-    /// reordered once the snapshot is read ([`crate::plugin::steer::preempt`]).
-    pub candidates: Option<&'a EntryPtr<'a, ffi::xlist>>,
-    /// cons_tres's victims list of the call: cut back before each try after the first and
-    /// when the call does not succeed, so only the final try's victims are preempted.
-    pub victims_out: Option<&'a PreempteeOut<'a>>,
-    /// GRES reservations that constrain this job's GPUs (23.11+ `resv_exc_t` lists): the
-    /// re-pick then chooses within what they allow ([`gputopo_core::steer::reserved`]).
-    pub reserved: Option<ResvGres<'a>>,
-}
 
 /// Calls cons_tres through `forward`, timing it.
 fn timed(st: &SteerState, forward: &impl Fn() -> c_int) -> c_int {
@@ -103,7 +79,7 @@ fn steer(
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64);
-    let Some(mode) = tries::mode_of(call_mode(call.mode), job.id().0, any, now) else {
+    let Some(mode) = tries::mode_of(call.mode, job.id().0, any, now) else {
         return timed(st, forward);
     };
     let facts = read::job_facts(job, &call, mode);
@@ -112,20 +88,9 @@ fn steer(
     }
     let snap = read::snapshot(st, &cfg, job, facts, bitmap);
     if let Some(list) = call.candidates {
-        crate::plugin::steer::preempt::order_candidates(st, &cfg, &snap, list);
+        crate::plugin::select::steer::preempt::order_candidates(st, &cfg, &snap, list);
     }
     drive(st, forward, job, bitmap, &cfg, call, &snap)
-}
-
-/// The base mode of a call, for [`tries::mode_of`].
-fn call_mode(mode: u16) -> tries::CallMode {
-    match u32::from(mode) & ffi::SELECT_MODE_BASE {
-        ffi::SELECT_MODE_RUN_NOW => tries::CallMode::RunNow,
-        ffi::SELECT_MODE_TEST_ONLY => tries::CallMode::TestOnly,
-        ffi::SELECT_MODE_WILL_RUN => tries::CallMode::WillRun,
-        ffi::SELECT_MODE_RESV => tries::CallMode::Resv,
-        _ => tries::CallMode::Other,
-    }
 }
 
 /// Runs the core's state machine over `snap`, carrying out its steps, then writes back.

@@ -18,15 +18,16 @@
 //! of their size on the node's topology (the engine's score equal to the best k-set's), and
 //! the mean ring bandwidth of their sets ([`comm::ring_gbps`]). Deterministic for a seed.
 
-use crate::gpuset::GpuSet;
-use crate::placement::engine::{Gputopo, score};
-use crate::placement::slurm_greedy::SlurmGreedy;
-use crate::placement::{Policy, Request};
+use crate::baseline::slurm_greedy::SlurmGreedy;
 use crate::sim::comm;
 use crate::sim::rng::Rng;
-use crate::steer::victims::{self, Candidate, VictimNode, subsets};
-use crate::steer::{HealthMasks, Placer};
-use crate::topology::NodeTopology;
+use gputopo_core::gpuset::GpuSet;
+use gputopo_core::placement::engine::{Gputopo, score};
+use gputopo_core::placement::objective::best_subset_score;
+use gputopo_core::placement::{Policy, Request};
+use gputopo_core::steer::victims::{self, Candidate, VictimNode};
+use gputopo_core::steer::{HealthMasks, Placer};
+use gputopo_core::topology::NodeTopology;
 
 /// One scenario.
 #[derive(Clone, Debug)]
@@ -114,10 +115,7 @@ fn record(o: &mut Outcome, topo: &NodeTopology, p: Option<(usize, GpuSet)>) {
 
 /// True when no set of the same size on the node scores better by the engine's objective.
 fn is_best(topo: &NodeTopology, set: GpuSet) -> bool {
-    let s = score(topo, set);
-    subsets(topo.all(), set.len())
-        .into_iter()
-        .all(|o| score(topo, o) <= s)
+    score(topo, set) >= best_subset_score(topo, topo.all(), set.len())
 }
 
 /// Low-class jobs filling every GPU of every node, stock-placed, in a random Slurm order.
@@ -170,7 +168,7 @@ fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::dgx1v;
+    use gputopo_core::fixtures::dgx1v;
 
     #[test]
     fn gputopo_preempts_no_more_and_gets_better_sets() {

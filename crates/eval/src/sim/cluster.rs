@@ -9,8 +9,8 @@
 //! only needs one representative per distinct state). A fourth histogram counts the truly
 //! usable GPUs (unallocated and healthy) for the stranded-GPU metric.
 
-use crate::gpuset::MAX_GPUS;
-use crate::topology::NodeTopology;
+use gputopo_core::gpuset::MAX_GPUS;
+use gputopo_core::topology::NodeTopology;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Node counts × topologies.
@@ -242,7 +242,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::PcieLevel;
+    use gputopo_core::topology::PcieLevel;
 
     #[test]
     fn indexes_follow_updates() {

@@ -1,12 +1,12 @@
 //! The preemption scenario of docs/results.md (issue 15 item 5): victims per preemption and
 //! preemptor set quality, stock cons_tres's plan vs gputopo's, from
-//! `gputopo_core::sim::preempt` (its module docs give the model).
+//! `gputopo_eval::sim::preempt` (its module docs give the model).
 //!
-//! `cargo run --release -p gputopo-core --example preempt_sim -- [TRIALS] [SEED]`; run by
+//! `cargo run --release -p gputopo-eval --example preempt_sim -- [TRIALS] [SEED]`; run by
 //! `contrib/results-preempt.sh`. Prints a Markdown table; deterministic for a seed.
 
-use gputopo_core::sim::preempt::{Outcome, Scenario, run};
 use gputopo_core::topology::fixture;
+use gputopo_eval::sim::preempt::{Outcome, Scenario, run};
 
 fn main() {
     let mut args = std::env::args().skip(1);

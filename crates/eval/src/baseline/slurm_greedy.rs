@@ -17,7 +17,7 @@
 //!   swept from the best count (scaled to at most 4 levels) down to 0, taking the lowest index
 //!   at or above the level, used sockets first, then the other sockets.
 //!
-//! `Links=` is assumed to carry [`crate::topology::Link::nvlinks`] (what gputopo's gres.conf
+//! `Links=` is assumed to carry [`gputopo_core::topology::Link::nvlinks`] (what gputopo's gres.conf
 //! renderer writes); GPUs without a socket are Slurm's "any socket" GPUs.
 //!
 //! Where the job's cores are: cons_tres chooses them before the GPUs. The [`Policy`] form
@@ -27,9 +27,9 @@
 //!
 //! `required` GPUs (not a cons_tres notion) are treated as already selected before the scan.
 
-use super::{Policy, Request};
-use crate::gpuset::GpuSet;
-use crate::topology::NodeTopology;
+use gputopo_core::gpuset::GpuSet;
+use gputopo_core::placement::{Policy, Request};
+use gputopo_core::topology::NodeTopology;
 
 /// Which cons_tres release to model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -323,7 +323,7 @@ mod tests {
     use super::*;
 
     fn dgx1v() -> NodeTopology {
-        crate::fixtures::dgx1v()
+        gputopo_core::fixtures::dgx1v()
     }
 
     fn set(s: &str) -> GpuSet {

@@ -10,7 +10,7 @@
 //! where `f` is the share of step time spent communicating on the ideal set and `ring(S)` is
 //! the best Hamiltonian cycle's bottleneck over `S` (what NCCL's ring search finds), each hop
 //! valued by the engine's per-pair bandwidth estimate
-//! ([`crate::placement::objective::pair_gbps`]: 25 GB/s per NVLink per direction, as NVLink
+//! ([`gputopo_core::placement::objective::pair_gbps`]: 25 GB/s per NVLink per direction, as NVLink
 //! 2-4 give; between GPUs without NVLink, PCIe Gen3 x16 peer-to-peer 12 GB/s behind one
 //! switch (PIX) down to 5 GB/s across sockets (SYS)). A job spanning nodes takes its slowest node's ring; the network
 //! between nodes is the same under every policy and is not modelled. One-GPU jobs never slow
@@ -22,9 +22,9 @@
 //! placement, MAPA (2021) 12.4 % p75 speed-up and −35 % worst-case time. Results scale
 //! roughly linearly with `f`; docs/results.md shows the setting used.
 
-use crate::gpuset::GpuSet;
-use crate::placement::objective::pair_gbps;
-use crate::topology::NodeTopology;
+use gputopo_core::gpuset::GpuSet;
+use gputopo_core::placement::objective::pair_gbps;
+use gputopo_core::topology::NodeTopology;
 use std::collections::HashMap;
 
 /// Default communication share of a multi-GPU step on its ideal set.
@@ -134,7 +134,7 @@ impl CommCache {
         let n = topo.len();
         let v = if binomial(n, k) <= EXACT_IDEAL_SUBSETS {
             let mut best = 0;
-            crate::placement::objective::for_each_subset(topo.all(), k, &mut |s| {
+            gputopo_core::placement::objective::for_each_subset(topo.all(), k, &mut |s| {
                 best = best.max(ring_gbps(topo, s));
             });
             best
@@ -156,7 +156,7 @@ mod tests {
     use super::*;
 
     fn dgx1v() -> NodeTopology {
-        crate::fixtures::dgx1v()
+        gputopo_core::fixtures::dgx1v()
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! What the evaluation measures, per policy, and how.
 //!
 //! - **optimal share**: of the multi-GPU node allocations, the share whose quality
-//!   ([`crate::placement::engine::score`]: bottleneck, then aggregate GB/s) equals the best
+//!   ([`gputopo_core::placement::engine::score`]: bottleneck, then aggregate GB/s) equals the best
 //!   quality the engine finds among the node's free healthy GPUs at that moment.
 //! - **interconnect score**: mean and worst bottleneck (GB/s per direction, the engine's
 //!   per-pair estimate) of the multi-GPU node allocations.

@@ -25,7 +25,6 @@ use std::ptr::NonNull;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crate::ffi;
-use crate::ffi::select_abi::StockSelect;
 use crate::plugin::PluginError;
 use crate::slurm;
 
@@ -123,11 +122,11 @@ type FiniFn = LifecycleFn;
 #[cfg(slurm_25_11)]
 type FiniFn = unsafe extern "C" fn();
 
-/// The loaded stock plugin: library, entry points and its `init`/`fini`.
+/// The loaded stock plugin: library and its `init`/`fini` (its entry points are the table's,
+/// [`super::abi::StockSelect`], resolved from [`library`]).
 #[derive(Debug)]
 struct Stock {
     lib: StockLibrary,
-    select: StockSelect,
     init: LifecycleFn,
     fini: FiniFn,
 }
@@ -135,21 +134,19 @@ struct Stock {
 static STOCK: OnceLock<Stock> = OnceLock::new();
 static LOADING: Mutex<()> = Mutex::new(());
 
-/// The stock entry points (after a successful [`start`]).
+/// The stock library, loaded on the first call per process (found, opened, its release
+/// checked, its `init`/`fini` resolved).
 ///
 /// # Errors
-/// [`PluginError::NotStarted`] before the first successful `init`.
-pub fn select() -> Result<&'static StockSelect, PluginError> {
-    STOCK
-        .get()
-        .map(|s| &s.select)
-        .ok_or(PluginError::NotStarted)
+/// Not found, not loadable, wrong release, or no `init`/`fini`.
+pub fn library() -> Result<&'static StockLibrary, PluginError> {
+    load().map(|s| &s.lib)
 }
 
 /// Loads the stock plugin (first call per process) and runs its `init`.
 ///
 /// # Errors
-/// Not found, not loadable, wrong release, missing symbol, or its `init` failing.
+/// As [`library`], or its `init` failing.
 pub fn start() -> Result<(), PluginError> {
     let stock = load()?;
     // SAFETY: the stock plugin's `int init(void)`, called once per our own start.
@@ -199,17 +196,11 @@ fn load() -> Result<&'static Stock, PluginError> {
             expected,
         });
     }
-    let select = StockSelect::resolve(&lib)?;
     // SAFETY: `init` is `int (*)(void)` in every Slurm plugin.
     let init = unsafe { crate::plugin::export::fn_from_symbol::<LifecycleFn>(lib.symbol("init")?) };
     // SAFETY: cons_tres's `fini` has this release's prototype ([`FiniFn`]).
     let fini = unsafe { crate::plugin::export::fn_from_symbol::<FiniFn>(lib.symbol("fini")?) };
-    Ok(STOCK.get_or_init(|| Stock {
-        lib,
-        select,
-        init,
-        fini,
-    }))
+    Ok(STOCK.get_or_init(|| Stock { lib, init, fini }))
 }
 
 /// Applies the search rule in the module docs.
@@ -267,7 +258,7 @@ mod tests {
     fn finds_and_resolves_the_stock_plugin_of_this_release() {
         let path = find_stock().expect("stock select_cons_tres.so next to libslurmfull");
         assert!(path.ends_with(STOCK_FILE));
-        let stock = load().expect("stock plugin loads, matches our release and has every symbol");
+        let stock = load().expect("stock plugin loads and matches our release");
         assert_eq!(stock.lib.path(), path);
         assert_eq!(
             stock.lib.plugin_version().expect("plugin_version") & 0x00ff_ffff,

@@ -5,7 +5,7 @@
 
 use gputopo_core::steer::call::Placement;
 
-use crate::plugin::steer::explain;
+use crate::plugin::select::steer::explain;
 use crate::slurm::bitmap::NodeIndex;
 use crate::slurm::job::JobView;
 

@@ -1,13 +1,13 @@
 //! The throttled-GPU scenario of docs/results.md (issue 13 item 8): job slowdown under stock
 //! cons_tres, gputopo with health verdicts only, and gputopo with the agent's telemetry, from
-//! `gputopo_core::sim::throttle` (its module docs give the model). The three policies of a row
+//! `gputopo_eval::sim::throttle` (its module docs give the model). The three policies of a row
 //! replay the same jobs on the same throttle trajectory.
 //!
-//! `cargo run --release -p gputopo-core --example throttle_sim -- [CHECKS] [SEED]`; run by
+//! `cargo run --release -p gputopo-eval --example throttle_sim -- [CHECKS] [SEED]`; run by
 //! `contrib/results-throttle.sh`. Prints a Markdown table; deterministic for a seed.
 
-use gputopo_core::sim::throttle::{Scenario, View, run};
 use gputopo_core::topology::fixture;
+use gputopo_eval::sim::throttle::{Scenario, View, run};
 
 fn main() {
     let mut args = std::env::args().skip(1);

@@ -4,9 +4,9 @@
 //! `--gpus-per-task` path do. It ignores the interconnect entirely, so it sets the floor the
 //! topology-aware policies are measured against.
 
-use super::{Policy, Request};
-use crate::gpuset::GpuSet;
-use crate::topology::NodeTopology;
+use gputopo_core::gpuset::GpuSet;
+use gputopo_core::placement::{Policy, Request};
+use gputopo_core::topology::NodeTopology;
 
 /// The lowest-indices policy.
 #[derive(Clone, Copy, Debug, Default)]
@@ -37,7 +37,7 @@ impl Policy for FirstFit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::PcieLevel;
+    use gputopo_core::topology::PcieLevel;
 
     #[test]
     fn takes_required_then_lowest_free() {

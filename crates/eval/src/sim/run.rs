@@ -8,12 +8,12 @@ use super::cluster::{ClusterSpec, State};
 use super::comm::{CommCache, slowdown};
 use super::metrics::{Acc, Summary};
 use super::{Config, Fault, Health, Job};
-use crate::gpuset::{GpuSet, MAX_GPUS};
-use crate::placement::engine::{Gputopo, score};
-use crate::placement::objective::Score;
-use crate::placement::rank::rank_nodes;
-use crate::placement::tables::{TopoHandle, TopoTables};
-use crate::placement::{Policy, Request};
+use gputopo_core::gpuset::{GpuSet, MAX_GPUS};
+use gputopo_core::placement::engine::{Gputopo, score};
+use gputopo_core::placement::objective::Score;
+use gputopo_core::placement::rank::rank_nodes;
+use gputopo_core::placement::tables::{TopoHandle, TopoTables};
+use gputopo_core::placement::{Policy, Request};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::time::Instant;
@@ -159,7 +159,7 @@ struct Sim<'a> {
 }
 
 impl Sim<'_> {
-    fn topo(&self, node: usize) -> &crate::topology::NodeTopology {
+    fn topo(&self, node: usize) -> &gputopo_core::topology::NodeTopology {
         &self.spec.groups[self.state.topo_of[node] as usize].1
     }
 
@@ -340,12 +340,12 @@ impl Sim<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures;
-    use crate::placement::best_effort::BestEffort;
-    use crate::placement::first_fit::FirstFit;
-    use crate::placement::slurm_greedy::SlurmGreedy;
+    use crate::baseline::best_effort::BestEffort;
+    use crate::baseline::first_fit::FirstFit;
+    use crate::baseline::slurm_greedy::SlurmGreedy;
     use crate::sim::generator::Synthetic;
     use crate::sim::rng::Rng;
+    use gputopo_core::fixtures;
 
     fn cluster() -> ClusterSpec {
         ClusterSpec {

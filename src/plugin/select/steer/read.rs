@@ -15,14 +15,38 @@ use gputopo_core::steer::call::{
     SharedPick, SharedPicks, SharingRecord, Snapshot,
 };
 use gputopo_core::steer::model::wide_health;
+use gputopo_core::steer::tries::CallMode;
 use gputopo_core::steer::wide::WideNode;
 
-use crate::plugin::steer::run::Call;
-use crate::plugin::steer::state::SteerState;
+use crate::plugin::select::steer::state::SteerState;
+use crate::ffi;
+use crate::slurm::EntryPtr;
 use crate::slurm::bitmap::{BitmapMut, NodeIndex};
-use crate::slurm::gres::{CoreIndex, GPU, JobGres, NodeGres};
+use crate::slurm::gres::{CoreIndex, GPU, JobGres, NodeGres, ResvGres};
 use crate::slurm::job::JobView;
 use crate::slurm::node::{self, NodeView};
+use crate::slurm::preempt::PreempteeOut;
+
+/// Arguments of one `select_p_job_test` call that the hook reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    /// `max_nodes`.
+    pub max_nodes: u32,
+    /// The call's mode.
+    pub mode: CallMode,
+    /// The call offers preemptable jobs: no narrowing (cons_tres may append preemptees to
+    /// its output list on each successful try, and must see every node to plan preemption).
+    pub preemption: bool,
+    /// The preemption candidates (`preemptee_candidates`) when the call offers some:
+    /// reordered once the snapshot is read ([`crate::plugin::select::steer::preempt`]).
+    pub candidates: Option<&'a EntryPtr<'a, ffi::xlist>>,
+    /// cons_tres's victims list of the call: cut back before each try after the first and
+    /// when the call does not succeed, so only the final try's victims are preempted.
+    pub victims_out: Option<&'a PreempteeOut<'a>>,
+    /// GRES reservations that constrain this job's GPUs (23.11+ `resv_exc_t` lists): the
+    /// re-pick then chooses within what they allow ([`gputopo_core::steer::reserved`]).
+    pub reserved: Option<ResvGres<'a>>,
+}
 
 /// The job's per-node GPU need, `None` when it asks for no GPU.
 ///
@@ -75,11 +99,6 @@ pub fn job_facts(job: &mut JobView<'_>, call: &Call<'_>, mode: Mode) -> JobFacts
 /// still applies its own co-location preference inside the nodes offered.
 const COLOCATION_BITS: u64 = 0xff;
 
-/// True when the node's GPUs are beyond the topology model.
-pub fn is_wide(gres: &NodeGres<'_>) -> bool {
-    gres.count() > gputopo_core::gpuset::MAX_GPUS
-}
-
 /// Every candidate of the call's bitmap `offered` (ascending node indices), read once.
 pub fn snapshot(
     st: &SteerState,
@@ -94,7 +113,7 @@ pub fn snapshot(
         let gpus = node::view(job, ni)
             .and_then(|nv| {
                 let ng = nv.gpus()?;
-                if is_wide(&ng) {
+                if ng.is_wide() {
                     return Some(Gpus::Wide(Box::new(wide_node(st, cfg, &nv, &ng))));
                 }
                 let model = st.model_in(&mut models, &nv, &ng, cfg.prefer_agent_topology)?;
@@ -225,7 +244,7 @@ pub fn selection(job: &mut JobView<'_>, call: &Call<'_>) -> Selection {
 /// near; a node without topology records has none near, unless it is beyond the topology
 /// model (then every GPU, so that enforce-binding does not rule out all of them).
 fn near(ng: &NodeGres<'_>, cores: &[CoreIndex]) -> WideSet {
-    if !is_wide(ng) {
+    if !ng.is_wide() {
         return ng.near_cores(cores).into();
     }
     let records = ng.records_wide();

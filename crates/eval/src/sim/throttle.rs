@@ -34,19 +34,19 @@
 //!
 //! Deterministic for a seed.
 
-use crate::gpuset::GpuSet;
-use crate::health::Reading;
-use crate::health::telemetry::{self, Telemetry, TelemetryPolicy, Track, reason_bits};
-use crate::placement::engine::Gputopo;
-use crate::placement::slurm_greedy::SlurmGreedy;
-use crate::placement::{Policy, Request};
+use crate::baseline::slurm_greedy::SlurmGreedy;
 use crate::sim::rng::Rng;
-use crate::steer::cool::prefer_cool;
-use crate::steer::key_memo::KeyMemo;
-use crate::steer::narrow::{self, Candidate};
-use crate::steer::repick::{Constraints, NodeInput, repick};
-use crate::steer::{HealthMasks, Prepared};
-use crate::topology::NodeTopology;
+use gputopo_core::gpuset::GpuSet;
+use gputopo_core::health::Reading;
+use gputopo_core::health::telemetry::{self, Telemetry, TelemetryPolicy, Track, reason_bits};
+use gputopo_core::placement::engine::Gputopo;
+use gputopo_core::placement::{Policy, Request};
+use gputopo_core::steer::cool::prefer_cool;
+use gputopo_core::steer::key_memo::KeyMemo;
+use gputopo_core::steer::narrow::{self, Candidate};
+use gputopo_core::steer::repick::{Constraints, NodeInput, repick};
+use gputopo_core::steer::{HealthMasks, Prepared};
+use gputopo_core::topology::NodeTopology;
 use std::collections::VecDeque;
 
 /// Job sizes (GPUs on one node) and their shares.
@@ -390,7 +390,7 @@ fn place(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::hgx_h100;
+    use gputopo_core::fixtures::hgx_h100;
 
     fn scenario(seed: u64) -> Scenario {
         Scenario {

@@ -1,6 +1,8 @@
 //! The select plugin's entry-point table: every `select_p_*` of `node_select_syms[]`, in that
 //! order, with the prototype of the release's `slurm_select_ops_t`, and per line whether it is
-//! forwarded to the stock cons_tres or hooked (`crate::forwarding_table!`).
+//! forwarded to the stock cons_tres or hooked: a hook line calls the
+//! [`SelectHooks`] method it names on [`Steer`], gputopo's implementation
+//! (`crate::forwarding_table!`). No logic lives here.
 //!
 //! One table for every release; a line that not every release has carries the `cfg` of the
 //! releases that do (`build.rs` emits `select_abi` and the milestones from the tree's
@@ -34,9 +36,12 @@ use crate::ffi::{
     buf_t, node_states, select_jobdata_type, select_jobinfo_t, select_nodedata_type,
     select_nodeinfo_t, select_plugindata_info, step_record_t,
 };
+use crate::plugin::select::hooks::{SelectHooks, SelectMode};
+use crate::plugin::select::steer::Steer;
 
 crate::forwarding_table! {
-    stock StockSelect from crate::plugin::stock::select;
+    stock StockSelect;
+    hooks SelectHooks = Steer;
     #[cfg(not(slurm_25_05))]
     forward fn select_p_state_save(dir_name: *mut c_char) -> c_int, fail = SLURM_ERROR;
     #[cfg(not(slurm_25_05))]
@@ -47,26 +52,26 @@ crate::forwarding_table! {
     #[cfg(select_abi = "22.05")]
     guarded fn select_p_job_test(
         job_ptr: *mut job_record_t, bitmap: *mut bitstr_t, min_nodes: u32, max_nodes: u32,
-        req_nodes: u32, mode: u16, preemptee_candidates: *mut xlist,
+        req_nodes: u32, mode: SelectMode, preemptee_candidates: *mut xlist,
         preemptee_job_list: *mut *mut xlist, exc_core_bitmap: *mut bitstr_t,
     ) -> c_int, fail = SLURM_ERROR
-        => crate::plugin::steer::job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, exc_core_bitmap);
+        => job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, exc_core_bitmap);
     // 23.11 and 24.05: no will_run_data_t (see the module docs).
     #[cfg(select_abi = "23.11")]
     guarded fn select_p_job_test(
         job_ptr: *mut job_record_t, bitmap: *mut bitstr_t, min_nodes: u32, max_nodes: u32,
-        req_nodes: u32, mode: u16, preemptee_candidates: *mut xlist,
+        req_nodes: u32, mode: SelectMode, preemptee_candidates: *mut xlist,
         preemptee_job_list: *mut *mut xlist, resv_exc_ptr: *mut resv_exc_t,
     ) -> c_int, fail = SLURM_ERROR
-        => crate::plugin::steer::job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, resv_exc_ptr);
+        => job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, resv_exc_ptr);
     #[cfg(not(any(select_abi = "22.05", select_abi = "23.11")))]
     guarded fn select_p_job_test(
         job_ptr: *mut job_record_t, bitmap: *mut bitstr_t, min_nodes: u32, max_nodes: u32,
-        req_nodes: u32, mode: u16, preemptee_candidates: *mut xlist,
+        req_nodes: u32, mode: SelectMode, preemptee_candidates: *mut xlist,
         preemptee_job_list: *mut *mut xlist, resv_exc_ptr: *mut resv_exc_t,
         will_run_ptr: *mut will_run_data_t,
     ) -> c_int, fail = SLURM_ERROR
-        => crate::plugin::steer::job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, resv_exc_ptr);
+        => job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates, preemptee_job_list, resv_exc_ptr);
     forward fn select_p_job_begin(job_ptr: *mut job_record_t) -> c_int, fail = SLURM_ERROR;
     forward fn select_p_job_ready(job_ptr: *mut job_record_t) -> c_int, fail = SLURM_ERROR;
     forward fn select_p_job_expand(from_job_ptr: *mut job_record_t, to_job_ptr: *mut job_record_t) -> c_int, fail = SLURM_ERROR;
@@ -99,7 +104,7 @@ crate::forwarding_table! {
     forward fn select_p_select_nodeinfo_free(nodeinfo: *mut select_nodeinfo_t) -> c_int, fail = SLURM_ERROR;
     forward fn select_p_select_nodeinfo_set_all() -> c_int, fail = SLURM_ERROR;
     hook fn select_p_select_nodeinfo_set(job_ptr: *mut job_record_t) -> c_int, fail = SLURM_ERROR
-        => crate::plugin::steer::select_nodeinfo_set(job_ptr);
+        => select_nodeinfo_set(job_ptr);
     #[cfg(not(slurm_25_05))]
     forward fn select_p_select_nodeinfo_get(nodeinfo: *mut select_nodeinfo_t, dinfo: select_nodedata_type, state: node_states, data: *mut c_void) -> c_int, fail = SLURM_ERROR;
     // cons_tres 23.11 to 24.11 defines this as `int (void)` returning 0; the ops type is a
@@ -127,10 +132,24 @@ crate::forwarding_table! {
     #[cfg(select_abi = "22.05")]
     forward fn select_p_update_node_config(index: c_int) -> c_int, fail = SLURM_ERROR;
     hook fn select_p_reconfigure() -> c_int, fail = SLURM_ERROR
-        => crate::plugin::select::reconfigure();
+        => reconfigure();
     #[cfg(select_abi = "22.05")]
     forward fn select_p_resv_test(
         resv_desc_ptr: *mut resv_desc_msg_t, node_cnt: u32, avail_bitmap: *mut bitstr_t,
         core_bitmap: *mut *mut bitstr_t,
     ) -> *mut bitstr_t, fail = null_mut();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::select::stock;
+
+    /// Needs the installed Slurm of the build tree (the one the crate links against).
+    #[test]
+    fn the_stock_plugin_has_every_entry_point_of_the_table() {
+        let lib = stock::library().expect("stock plugin loads and matches our release");
+        let table = StockSelect::load(lib).expect("every select_p_* of the table resolves");
+        assert!(std::ptr::eq(table, StockSelect::get().expect("loaded")));
+    }
 }

@@ -2,8 +2,8 @@
 //!
 //! The evaluation of gputopo (issue 6) replays the same jobs on the same cluster under each
 //! policy and compares placement quality, fragmentation, queueing and completion times. The
-//! simulator calls the very engine the plugin uses ([`crate::placement::engine::Gputopo`] and
-//! [`crate::placement::rank::rank_nodes`]), never a copy of it.
+//! simulator calls the very engine the plugin uses ([`gputopo_core::placement::engine::Gputopo`] and
+//! [`gputopo_core::placement::rank::rank_nodes`]), never a copy of it.
 //!
 //! # Model
 //! - **Clock**: virtual seconds; events are job submissions, job ends and GPU faults, handled

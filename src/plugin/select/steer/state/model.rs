@@ -70,7 +70,7 @@ impl SteerState {
             }
             digest = Some(d);
         }
-        if crate::plugin::steer::read::is_wide(gres) {
+        if gres.is_wide() {
             return None; // health only (core::steer::wide)
         }
         let content = digest.unwrap_or_else(|| (gres.content_digest(), node.cores_per_socket()));

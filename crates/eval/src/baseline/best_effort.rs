@@ -21,9 +21,9 @@
 //! NVSwitch boards every pair has the same count, so the choice equals go-gpuallocator's
 //! PCIe-only one there.
 
-use super::{Policy, Request};
-use crate::gpuset::GpuSet;
-use crate::topology::{NodeTopology, PcieLevel};
+use gputopo_core::gpuset::GpuSet;
+use gputopo_core::placement::{Policy, Request};
+use gputopo_core::topology::{NodeTopology, PcieLevel};
 
 /// The partition-score policy.
 #[derive(Clone, Copy, Debug, Default)]
@@ -196,8 +196,8 @@ mod tests {
 
     fn topo(name: &str) -> NodeTopology {
         match name {
-            "dgx1v" => crate::fixtures::dgx1v(),
-            _ => crate::fixtures::dgx1p(),
+            "dgx1v" => gputopo_core::fixtures::dgx1v(),
+            _ => gputopo_core::fixtures::dgx1p(),
         }
     }
 
@@ -271,7 +271,7 @@ mod tests {
     #[test]
     fn go_gpuallocator_small_fixtures() {
         let gpus = (0..4)
-            .map(|i| crate::topology::Gpu {
+            .map(|i| gputopo_core::topology::Gpu {
                 index: i,
                 socket: Some((i / 2) as u32),
                 ..Default::default()

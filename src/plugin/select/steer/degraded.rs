@@ -8,8 +8,10 @@
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use gputopo_core::steer::tries::CallMode;
+
 use crate::ffi;
-use crate::plugin::steer::state::{Stats, SteerState};
+use crate::plugin::select::steer::state::{Stats, SteerState};
 use crate::slurm::bitmap::NodeIndex;
 use crate::slurm::{EntryPtr, node};
 
@@ -23,10 +25,9 @@ pub fn job_test(
     st: &SteerState,
     forward: impl Fn() -> c_int,
     bitmap: Option<EntryPtr<'_, ffi::bitstr_t>>,
-    mode: u16,
+    mode: CallMode,
 ) -> c_int {
-    let base = u32::from(mode) & ffi::SELECT_MODE_BASE;
-    let steered = base == ffi::SELECT_MODE_RUN_NOW || base == ffi::SELECT_MODE_WILL_RUN;
+    let steered = matches!(mode, CallMode::RunNow | CallMode::WillRun);
     if !steered || RUNNING.swap(true, Ordering::Relaxed) {
         return forward();
     }
