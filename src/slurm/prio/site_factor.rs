@@ -14,6 +14,7 @@ use std::ffi::c_int;
 
 use super::job::JobRecord;
 use crate::ffi;
+use crate::slurm::ctld::CtldSymbol;
 
 crate::ctld_symbol!(
     /// `int site_factor_g_init(void)` (24.11) / `int site_factor_plugin_init(void)` (22.05).
@@ -47,25 +48,34 @@ crate::ctld_symbol!(
 type Status = unsafe extern "C" fn() -> c_int;
 type Void = unsafe extern "C" fn();
 
+/// Calls the first of `symbols` this process has, as `int f(void)`; `None` if it has none.
+fn call_status(symbols: [&CtldSymbol; 2]) -> Option<c_int> {
+    // SAFETY: every symbol named here is `int f(void)` (site_factor.h of its release).
+    let f = symbols
+        .iter()
+        .find_map(|s| unsafe { s.function::<Status>() })?;
+    // SAFETY: Slurm's function without arguments, called from slurmctld.
+    Some(unsafe { f() })
+}
+
+/// Calls `symbol` as `void f(void)` if this process has it.
+fn call_void(symbol: &CtldSymbol) {
+    // SAFETY: the symbols named here are `void f(void)` (site_factor.h).
+    if let Some(f) = unsafe { symbol.function::<Void>() } {
+        // SAFETY: Slurm's function without arguments; callers hold the locks it expects.
+        unsafe { f() };
+    }
+}
+
 /// Initialises the interface (loads the configured plugin). Returns false when Slurm reports
 /// a failure (multifactor then fatals; the caller fails the plugin's `init`).
 pub fn init() -> bool {
-    // SAFETY: `int f(void)` in both releases (site_factor.h).
-    let f =
-        unsafe { INIT.function::<Status>() }.or_else(|| unsafe { INIT_22.function::<Status>() });
-    // SAFETY: Slurm's initialiser, no arguments; called from the role's start in slurmctld.
-    f.is_none_or(|f| unsafe { f() } == ffi::SLURM_SUCCESS as c_int)
+    call_status([&INIT, &INIT_22]).is_none_or(|rc| rc == ffi::SLURM_SUCCESS as c_int)
 }
 
 /// Finalises the interface.
 pub fn fini() {
-    // SAFETY: `int f(void)` in both releases (site_factor.h).
-    let f =
-        unsafe { FINI.function::<Status>() }.or_else(|| unsafe { FINI_22.function::<Status>() });
-    if let Some(f) = f {
-        // SAFETY: Slurm's finaliser, no arguments.
-        unsafe { f() };
-    }
+    let _ = call_status([&FINI, &FINI_22]);
 }
 
 /// Lets the plugin set a job's factor (`priority_p_set`; Slurm holds the job write lock).
@@ -80,18 +90,10 @@ pub fn set(job: &mut JobRecord<'_>) {
 
 /// Lets the plugin update every job's factor (a pass; the caller holds the job write lock).
 pub fn update() {
-    // SAFETY: `void site_factor_g_update(void)` (site_factor.h).
-    if let Some(f) = unsafe { UPDATE.function::<Void>() } {
-        // SAFETY: no arguments; the job write lock is held as the plugin expects.
-        unsafe { f() };
-    }
+    call_void(&UPDATE);
 }
 
 /// Forwards a reconfigure (22.05; 24.11 has no such call).
 pub fn reconfig() {
-    // SAFETY: `void site_factor_g_reconfig(void)` (22.05 site_factor.h).
-    if let Some(f) = unsafe { RECONFIG.function::<Void>() } {
-        // SAFETY: no arguments.
-        unsafe { f() };
-    }
+    call_void(&RECONFIG);
 }

@@ -161,18 +161,7 @@ pub fn apply_decay(real_decay: f64, tres_cnt: usize) {
     let _locks = AssocLock::write_assoc_qos();
     for_each_assoc(|a| {
         for u in assoc_usages(a) {
-            let n = long_doubles(u.usage_tres_raw, u.tres_cnt, tres_cnt);
-            // SAFETY: fields of a live usage record, `n` entries inside its TRES array;
-            // association write lock held.
-            unsafe {
-                scale(
-                    &mut u.usage_raw,
-                    u.usage_tres_raw,
-                    n,
-                    &mut u.grp_used_wall,
-                    real_decay,
-                )
-            };
+            u.fields().scale(tres_cnt, real_decay);
         }
     });
     for_each_qos(|q| {
@@ -181,17 +170,7 @@ pub fn apply_decay(real_decay: f64, tres_cnt: usize) {
         }
         // SAFETY: usage record of a live QOS (QOS write lock held).
         if let Some(u) = unsafe { q.usage.as_mut() } {
-            let n = long_doubles(u.usage_tres_raw, u.tres_cnt, tres_cnt);
-            // SAFETY: as for associations, QOS write lock held.
-            unsafe {
-                scale(
-                    &mut u.usage_raw,
-                    u.usage_tres_raw,
-                    n,
-                    &mut u.grp_used_wall,
-                    real_decay,
-                )
-            };
+            u.fields().scale(tres_cnt, real_decay);
         }
     });
 }
@@ -203,9 +182,7 @@ pub fn reset_usage(tres_cnt: usize) {
     for_each_assoc(|a| {
         // SAFETY: usage record of a live association (write lock held).
         if let Some(u) = unsafe { a.usage.as_mut() } {
-            let n = long_doubles(u.usage_tres_raw, u.tres_cnt, tres_cnt);
-            // SAFETY: fields of a live usage record, `n` entries inside; write lock held.
-            unsafe { clear(&mut u.usage_raw, u.usage_tres_raw, n, &mut u.grp_used_wall) };
+            u.fields().clear(tres_cnt);
         }
         if !a.leaf_usage.is_null() && a.leaf_usage != a.usage {
             // SAFETY: a separate usage record owned by the association (assoc_mgr allocates
@@ -217,9 +194,7 @@ pub fn reset_usage(tres_cnt: usize) {
     for_each_qos(|q| {
         // SAFETY: usage record of a live QOS (QOS write lock held).
         if let Some(u) = unsafe { q.usage.as_mut() } {
-            let n = long_doubles(u.usage_tres_raw, u.tres_cnt, tres_cnt);
-            // SAFETY: as for associations, QOS write lock held.
-            unsafe { clear(&mut u.usage_raw, u.usage_tres_raw, n, &mut u.grp_used_wall) };
+            u.fields().clear(tres_cnt);
         }
     });
 }
@@ -235,28 +210,57 @@ fn assoc_usages(a: &mut Assoc) -> impl Iterator<Item = &mut ffi::slurmdb_assoc_u
         .filter_map(|u| unsafe { u.as_mut() })
 }
 
-/// `usage_raw *= f; usage_tres_raw[0..n] *= f; grp_used_wall *= f` (`_apply_decay`).
-///
-/// # Safety
-/// The fields of one live usage record, `n` entries inside `tres_raw`, write lock held.
-unsafe fn scale(raw: *mut u128, tres_raw: *mut u128, n: usize, wall: &mut f64, f: f64) {
-    // SAFETY: caller contract.
-    unsafe { long_double::scale(raw, 1, f) };
-    // SAFETY: caller contract.
-    unsafe { long_double::scale(tres_raw, n, f) };
-    *wall *= f;
+/// The usage fields multifactor charges, decays and clears, which an association's and a
+/// QOS's usage record both have (`slurmdb_assoc_usage_t`, `slurmdb_qos_usage_t`).
+struct UsageFields<'a> {
+    raw: &'a mut u128,
+    tres_raw: *mut u128,
+    tres_cnt: u32,
+    wall: &'a mut f64,
 }
 
-/// `usage_raw = 0; usage_tres_raw[0..n] = 0; grp_used_wall = 0` (`_reset_usage`).
-///
-/// # Safety
-/// As [`scale`].
-unsafe fn clear(raw: *mut u128, tres_raw: *mut u128, n: usize, wall: &mut f64) {
-    // SAFETY: caller contract.
-    unsafe { long_double::set(raw, 0.0) };
-    // SAFETY: caller contract.
-    unsafe { long_double::zero(tres_raw, n) };
-    *wall = 0.0;
+/// Both usage record types.
+trait HasUsage {
+    /// The record's [`UsageFields`] (caller holds its assoc_mgr write lock).
+    fn fields(&mut self) -> UsageFields<'_>;
+}
+
+macro_rules! has_usage {
+    ($($t:ty),*) => {$(
+        impl HasUsage for $t {
+            fn fields(&mut self) -> UsageFields<'_> {
+                UsageFields {
+                    raw: &mut self.usage_raw,
+                    tres_raw: self.usage_tres_raw,
+                    tres_cnt: self.tres_cnt,
+                    wall: &mut self.grp_used_wall,
+                }
+            }
+        }
+    )*};
+}
+has_usage!(ffi::slurmdb_assoc_usage, ffi::slurmdb_qos_usage_t);
+
+impl UsageFields<'_> {
+    /// `usage_raw *= f; usage_tres_raw[..] *= f; grp_used_wall *= f` (`_apply_decay`).
+    fn scale(self, tres_cnt: usize, f: f64) {
+        let n = long_doubles(self.tres_raw, self.tres_cnt, tres_cnt);
+        // SAFETY: the record's own long double field; its write lock is held.
+        unsafe { long_double::scale(self.raw, 1, f) };
+        // SAFETY: `n` entries lie inside the record's TRES array; write lock held.
+        unsafe { long_double::scale(self.tres_raw, n, f) };
+        *self.wall *= f;
+    }
+
+    /// `usage_raw = 0; usage_tres_raw[..] = 0; grp_used_wall = 0` (`_reset_usage`).
+    fn clear(self, tres_cnt: usize) {
+        let n = long_doubles(self.tres_raw, self.tres_cnt, tres_cnt);
+        // SAFETY: as in `scale`.
+        unsafe { long_double::set(self.raw, 0.0) };
+        // SAFETY: as in `scale`.
+        unsafe { long_double::zero(self.tres_raw, n) };
+        *self.wall = 0.0;
+    }
 }
 
 /// The job's TRES as one charge applies them: allocated counts, run-seconds to release per

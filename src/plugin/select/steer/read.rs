@@ -18,8 +18,8 @@ use gputopo_core::steer::model::wide_health;
 use gputopo_core::steer::tries::CallMode;
 use gputopo_core::steer::wide::WideNode;
 
-use crate::plugin::select::steer::state::SteerState;
 use crate::ffi;
+use crate::plugin::select::steer::state::SteerState;
 use crate::slurm::EntryPtr;
 use crate::slurm::bitmap::{BitmapMut, NodeIndex};
 use crate::slurm::gres::{CoreIndex, GPU, JobGres, NodeGres, ResvGres};
