@@ -81,6 +81,9 @@ eval "$("$here/cluster.sh" env --dir "$dir")"
 conf=$dir/etc/slurm.conf
 for _ in $(seq "$running"); do sbatch -n1 --wrap 'sleep 36000' -o /dev/null >/dev/null; done
 [ "$running" -gt 0 ] || sbatch -N2 --exclusive --wrap 'sleep 36000' -o /dev/null >/dev/null
+# Running before the queue comes: the queued jobs then stay pending behind them.
+want=$(( running > 0 ? running : 1 ))
+for _ in $(seq 120); do [ "$(squeue -h -t R -o %i | wc -l)" -ge "$want" ] && break; sleep 1; done
 # 4 submitters at once: a 10k-job queue in minutes on a small machine.
 seq "$jobs" | xargs -P 4 -I{} sh -c \
   'i={}; sbatch -n$((1 + i % 8)) --nice=$((i % 5)) --wrap true -o /dev/null >/dev/null'
