@@ -33,8 +33,6 @@
 //!    Slurm's by-name load path does not check the `plugin_type` prefix. If a second artifact is
 //!    preferred instead, a tiny cdylib crate invokes these same macros with its own identity.
 
-use std::ffi::c_void;
-
 use crate::slurm::EntryPtr;
 
 /// Copies a NUL-terminated string literal into a fixed array at compile time, rejecting a
@@ -107,17 +105,6 @@ plain_hook_args!(
     f64,
     ()
 );
-
-/// Reads a function pointer of type `F` from a `dlsym` result.
-///
-/// # Safety
-/// `sym` is non-null and the address of a function whose C prototype is exactly `F`.
-pub unsafe fn fn_from_symbol<F: Copy>(sym: *mut c_void) -> F {
-    const { assert!(size_of::<F>() == size_of::<*mut c_void>()) };
-    // SAFETY: F is a (thin) function pointer type of the same size; the caller guarantees the
-    // prototype.
-    unsafe { std::mem::transmute_copy::<*mut c_void, F>(&sym) }
-}
 
 /// Emits the identity data symbols and the reference-counted `init`/`fini` of this `.so`.
 ///
@@ -227,7 +214,7 @@ macro_rules! forwarding_table {
                             let sym = lib.symbol(stringify!($name))?;
                             // SAFETY: the stock plugin of the same release defines this symbol
                             // with exactly this prototype (same `*_syms[]` entry, same ops type).
-                            unsafe { $crate::plugin::export::fn_from_symbol(sym) }
+                            unsafe { $crate::slurm::ctld::fn_from_symbol(sym) }
                         },
                     )*
                 };

@@ -29,6 +29,7 @@
 
 pub mod config;
 pub mod cpulist;
+pub mod fast_hash;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
 pub mod gpuset;

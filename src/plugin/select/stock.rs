@@ -27,6 +27,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 use crate::ffi;
 use crate::plugin::PluginError;
 use crate::slurm;
+use crate::slurm::ctld::fn_from_symbol;
 
 /// File name of the stock plugin gputopo wraps.
 pub const STOCK_FILE: &str = "select_cons_tres.so";
@@ -73,7 +74,7 @@ impl StockLibrary {
     ///
     /// # Errors
     /// [`PluginError::StockSymbol`] when the library does not define it.
-    pub fn symbol(&self, name: &str) -> Result<*mut c_void, PluginError> {
+    pub fn symbol(&self, name: &str) -> Result<NonNull<c_void>, PluginError> {
         let missing = || PluginError::StockSymbol {
             path: self.path.clone(),
             symbol: name.to_owned(),
@@ -81,11 +82,7 @@ impl StockLibrary {
         let c_name = CString::new(name).map_err(|_| missing())?;
         // SAFETY: live handle, NUL-terminated name.
         let sym = unsafe { libc::dlsym(self.handle.as_ptr(), c_name.as_ptr()) };
-        if sym.is_null() {
-            Err(missing())
-        } else {
-            Ok(sym)
-        }
+        NonNull::new(sym).ok_or_else(missing)
     }
 
     /// The library's `plugin_version` data symbol.
@@ -96,7 +93,7 @@ impl StockLibrary {
         let sym = self.symbol("plugin_version")?;
         // SAFETY: every Slurm plugin defines `const uint32_t plugin_version` (what
         // `_verify_syms` reads the same way).
-        Ok(unsafe { sym.cast::<u32>().read() })
+        Ok(unsafe { sym.cast::<u32>().as_ptr().read() })
     }
 }
 
@@ -197,9 +194,9 @@ fn load() -> Result<&'static Stock, PluginError> {
         });
     }
     // SAFETY: `init` is `int (*)(void)` in every Slurm plugin.
-    let init = unsafe { crate::plugin::export::fn_from_symbol::<LifecycleFn>(lib.symbol("init")?) };
+    let init = unsafe { fn_from_symbol::<LifecycleFn>(lib.symbol("init")?) };
     // SAFETY: cons_tres's `fini` has this release's prototype ([`FiniFn`]).
-    let fini = unsafe { crate::plugin::export::fn_from_symbol::<FiniFn>(lib.symbol("fini")?) };
+    let fini = unsafe { fn_from_symbol::<FiniFn>(lib.symbol("fini")?) };
     Ok(STOCK.get_or_init(|| Stock { lib, init, fini }))
 }
 

@@ -14,54 +14,49 @@ use std::ffi::c_int;
 
 use super::job::JobRecord;
 use crate::ffi;
-use crate::slurm::ctld::CtldSymbol;
+use crate::slurm::ctld::CtldFn;
 
 crate::ctld_symbol!(
-    /// `int site_factor_g_init(void)` (24.11) / `int site_factor_plugin_init(void)` (22.05).
-    INIT = "site_factor_g_init"
+    /// `int site_factor_g_init(void)` (24.11 src/interfaces/site_factor.h).
+    INIT: fn() -> c_int = "site_factor_g_init"
 );
 crate::ctld_symbol!(
-    /// 22.05's name of the initialiser.
-    INIT_22 = "site_factor_plugin_init"
+    /// `int site_factor_plugin_init(void)` (22.05 src/common/site_factor.h).
+    INIT_22: fn() -> c_int = "site_factor_plugin_init"
 );
 crate::ctld_symbol!(
     /// `int site_factor_g_fini(void)` (24.11).
-    FINI = "site_factor_g_fini"
+    FINI: fn() -> c_int = "site_factor_g_fini"
 );
 crate::ctld_symbol!(
-    /// 22.05's name of the finaliser.
-    FINI_22 = "site_factor_plugin_fini"
+    /// `int site_factor_plugin_fini(void)` (22.05).
+    FINI_22: fn() -> c_int = "site_factor_plugin_fini"
 );
 crate::ctld_symbol!(
-    /// `void site_factor_g_set(job_record_t *)`.
-    SET = "site_factor_g_set"
+    /// `void site_factor_g_set(job_record_t *)` (both).
+    SET: fn(*mut ffi::job_record_t) = "site_factor_g_set"
 );
 crate::ctld_symbol!(
-    /// `void site_factor_g_update(void)`.
-    UPDATE = "site_factor_g_update"
+    /// `void site_factor_g_update(void)` (both).
+    UPDATE: fn() = "site_factor_g_update"
 );
 crate::ctld_symbol!(
     /// `void site_factor_g_reconfig(void)` (22.05 only).
-    RECONFIG = "site_factor_g_reconfig"
+    RECONFIG: fn() = "site_factor_g_reconfig"
 );
 
-type Status = unsafe extern "C" fn() -> c_int;
-type Void = unsafe extern "C" fn();
+type Status = CtldFn<unsafe extern "C" fn() -> c_int>;
 
-/// Calls the first of `symbols` this process has, as `int f(void)`; `None` if it has none.
-fn call_status(symbols: [&CtldSymbol; 2]) -> Option<c_int> {
-    // SAFETY: every symbol named here is `int f(void)` (site_factor.h of its release).
-    let f = symbols
-        .iter()
-        .find_map(|s| unsafe { s.function::<Status>() })?;
+/// Calls the first of `symbols` this process has; `None` if it has none.
+fn call_status(symbols: [&Status; 2]) -> Option<c_int> {
+    let f = symbols.iter().find_map(|s| s.get())?;
     // SAFETY: Slurm's function without arguments, called from slurmctld.
     Some(unsafe { f() })
 }
 
-/// Calls `symbol` as `void f(void)` if this process has it.
-fn call_void(symbol: &CtldSymbol) {
-    // SAFETY: the symbols named here are `void f(void)` (site_factor.h).
-    if let Some(f) = unsafe { symbol.function::<Void>() } {
+/// Calls `symbol` if this process has it.
+fn call_void(symbol: &CtldFn<unsafe extern "C" fn()>) {
+    if let Some(f) = symbol.get() {
         // SAFETY: Slurm's function without arguments; callers hold the locks it expects.
         unsafe { f() };
     }
@@ -80,9 +75,7 @@ pub fn fini() {
 
 /// Lets the plugin set a job's factor (`priority_p_set`; Slurm holds the job write lock).
 pub fn set(job: &mut JobRecord<'_>) {
-    type Set = unsafe extern "C" fn(*mut ffi::job_record_t);
-    // SAFETY: `void site_factor_g_set(job_record_t *)` (site_factor.h).
-    if let Some(f) = unsafe { SET.function::<Set>() } {
+    if let Some(f) = SET.get() {
         // SAFETY: a live job record whose write lock Slurm holds for the call.
         unsafe { f(job.as_mut_ptr()) };
     }

@@ -27,18 +27,24 @@ const QOS_FLAG_NO_DECAY: u32 = 1 << 8;
 
 crate::ctld_symbol!(
     /// `double calc_job_billable_tres(job_record_t *, time_t, bool assoc_mgr_locked)`
-    /// (slurmctld job_mgr.c): the job's billing TRES, recomputed after a resize.
-    CALC_JOB_BILLABLE_TRES = "calc_job_billable_tres"
+    /// (src/slurmctld/slurmctld.h, 22.05.8 and 24.11.5): the job's billing TRES, recomputed
+    /// after a resize.
+    CALC_JOB_BILLABLE_TRES: fn(*mut ffi::job_record_t, ffi::time_t, bool) -> f64 =
+        "calc_job_billable_tres"
 );
 #[cfg(slurm_24_05)]
 crate::ctld_symbol!(
-    /// `slurmdb_used_limits_t *acct_policy_get_acct_used_limits(list_t **, char *acct)`.
-    ACCT_USED_LIMITS = "acct_policy_get_acct_used_limits"
+    /// `slurmdb_used_limits_t *acct_policy_get_acct_used_limits(list_t **, char *acct)`
+    /// (src/slurmctld/acct_policy.h).
+    ACCT_USED_LIMITS: fn(*mut *mut ffi::xlist, *mut c_char) -> *mut ffi::slurmdb_used_limits_t =
+        "acct_policy_get_acct_used_limits"
 );
 #[cfg(slurm_24_05)]
 crate::ctld_symbol!(
-    /// `slurmdb_used_limits_t *acct_policy_get_user_used_limits(list_t **, uint32_t uid)`.
-    USER_USED_LIMITS = "acct_policy_get_user_used_limits"
+    /// `slurmdb_used_limits_t *acct_policy_get_user_used_limits(list_t **, uint32_t uid)`
+    /// (src/slurmctld/acct_policy.h).
+    USER_USED_LIMITS: fn(*mut *mut ffi::xlist, u32) -> *mut ffi::slurmdb_used_limits_t =
+        "acct_policy_get_user_used_limits"
 );
 
 /// `_apply_new_usage(job, start_period, end_period, adjust_for_end)`: charges the job's
@@ -418,9 +424,7 @@ fn long_doubles(raw: *mut u128, record_cnt: u32, tres_cnt: usize) -> usize {
 /// The job's billing TRES over its window (multifactor's `calc_job_billable_tres(job,
 /// start_period, true)`; assoc_mgr locks held). Outside slurmctld, the stored value.
 fn billable_tres(job: &mut JobRecord<'_>, start: i64) -> f64 {
-    type Calc = unsafe extern "C" fn(*mut ffi::job_record_t, ffi::time_t, bool) -> f64;
-    // SAFETY: the prototype of slurmctld's calc_job_billable_tres (slurmctld.h).
-    match unsafe { CALC_JOB_BILLABLE_TRES.function::<Calc>() } {
+    match CALC_JOB_BILLABLE_TRES.get() {
         // SAFETY: a live job record (job write lock held by the caller) and the assoc_mgr
         // locks it asks for (`assoc_mgr_locked` = true) held here.
         Some(calc) => unsafe { calc(job.as_mut_ptr(), start, true) },
@@ -434,10 +438,7 @@ fn used_limits_acct(
     list: &mut *mut ffi::xlist,
     acct: *mut c_char,
 ) -> *mut ffi::slurmdb_used_limits_t {
-    type Get =
-        unsafe extern "C" fn(*mut *mut ffi::xlist, *mut c_char) -> *mut ffi::slurmdb_used_limits_t;
-    // SAFETY: the prototype in slurmctld/acct_policy.h.
-    let Some(get) = (unsafe { ACCT_USED_LIMITS.function::<Get>() }) else {
+    let Some(get) = ACCT_USED_LIMITS.get() else {
         return std::ptr::null_mut();
     };
     // SAFETY: the QOS's list slot and the job's account name; QOS write lock held.
@@ -447,9 +448,7 @@ fn used_limits_acct(
 /// QOS `user_limit_list`'s record for `uid` (created if missing).
 #[cfg(slurm_24_05)]
 fn used_limits_user(list: &mut *mut ffi::xlist, uid: u32) -> *mut ffi::slurmdb_used_limits_t {
-    type Get = unsafe extern "C" fn(*mut *mut ffi::xlist, u32) -> *mut ffi::slurmdb_used_limits_t;
-    // SAFETY: the prototype in slurmctld/acct_policy.h.
-    let Some(get) = (unsafe { USER_USED_LIMITS.function::<Get>() }) else {
+    let Some(get) = USER_USED_LIMITS.get() else {
         return std::ptr::null_mut();
     };
     // SAFETY: the QOS's list slot; QOS write lock held.

@@ -6,10 +6,11 @@
 //! every rule lives and is unit-tested):
 //! 1. Read NVML (bounded by `NvmlTimeoutMs`) and judge every GPU ([`report`]).
 //! 2. Read the node's record with `scontrol show node NAME` ([`node_record`]).
-//! 3. Plan: the merged `Extra` and the `scontrol update` steps (write `Extra` when it changed,
-//!    replacing gputopo's own record made unusable, with a message saying so;
+//! 3. Plan: the merged `Extra` and the `scontrol update` steps (write `Extra` when it changed;
 //!    with `DrainWhenAllFaulty=yes` drain a node whose *every* GPU is faulty), or a refusal
 //!    (a non-JSON `Extra`, or slurm.conf's GPU count disagreeing with this check).
+//!    gputopo's own record made unusable (truncated, corrupted) is replaced, with a message
+//!    saying so.
 //! 4. Carry the steps out with scontrol, in order.
 //!
 //! All scontrol calls together are bounded by `PublishTimeoutSec`; a call still running then is
@@ -56,6 +57,16 @@ pub struct Args {
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let s = Settings::load(args.node.clone())?;
+    publish(&args, &s)
+}
+
+/// One health check and publication with resolved settings (`run`, and each cycle of
+/// `gputopo serve`).
+///
+/// # Errors
+/// As `run`.
+pub fn publish(args: &Args, s: &Settings) -> anyhow::Result<i32> {
+    let s = s.clone();
     let r = report::collect_with(&s, true, !args.dry_run);
     r.print_notes();
     if r.refusal.is_some() {
@@ -108,7 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             return Ok(EXIT_REFUSED);
         }
     };
-    if let Some(e) = gputopo_core::health::own_malformed(&node.extra) {
+    if let Some(e) = &plan.replaces_own_malformed {
         // Ours (it names our key) but unusable: slurmctld keeps the node's last good health
         // meanwhile; rewriting it is the repair (issue 25 item 1).
         eprintln!(
