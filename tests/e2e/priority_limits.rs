@@ -16,6 +16,7 @@
 //! | account `GrpTRESMins=gres/gpu=10` | 8 GPUs × 34 s, then 8 GPUs × 1 min asked | `AssocGrpGRESMinutes` |
 //! | QOS `GrpTRESMins=gres/gpu=10` | the same under QOS `q_mins` | `QOSGrpGRESMinutes` |
 //! | account `GrpWall=2` + QOS `UsageFactor=4` | 1 GPU × 34 s (136 s charged) | `AssocGrpWallLimit` |
+//! | QOS `GrpWall=1` | two 1-GPU jobs × 34 s side by side, both ending between passes | `QOSGrpWallLimit` |
 //! | account `GrpTRESRunMins=gres/gpu=15` | 4 GPUs × 2 min running; 4 more wait until a pass releases the time used | runs after the restart's pass |
 //! | account `MaxTRESMins=gres/gpu=5` | 8 GPUs × 1 min | `AssocMaxGRESMinutesPerJob` |
 //! | QOS `UsageThreshold=0.5` (`EnforceUsageThreshold`) | the busiest account's job waits, an idle one's runs | `QOSUsageThreshold` |
@@ -55,7 +56,9 @@ const ACCOUNTS: &[&str] = &[
 ];
 
 /// Every QOS of the workload.
-const QOS: &[&str] = &["normal", "pqos", "q_mins", "x4", "nodecay", "thres"];
+const QOS: &[&str] = &[
+    "normal", "pqos", "q_mins", "q_wall", "x4", "nodecay", "thres",
+];
 
 /// The accounts and QOS with their limits. The partition QOS is made before the first
 /// slurmctld starts (a partition names it); the rest after, once that slurmctld registered
@@ -63,6 +66,7 @@ const QOS: &[&str] = &["normal", "pqos", "q_mins", "x4", "nodecay", "thres"];
 /// Accounts are made on every registered cluster, so the second cluster finds them.
 fn accounts(dbd: &Slurmdbd) {
     dbd.sacctmgr(&["add", "qos", "q_mins", "GrpTRESMins=gres/gpu=10"]);
+    dbd.sacctmgr(&["add", "qos", "q_wall", "GrpWall=1"]);
     dbd.sacctmgr(&["add", "qos", "x4", "UsageFactor=4"]);
     dbd.sacctmgr(&["add", "qos", "nodecay", "Flags=NoDecay"]);
     dbd.sacctmgr(&[
@@ -82,7 +86,7 @@ fn accounts(dbd: &Slurmdbd) {
         "user",
         "root",
         &format!("account={}", ACCOUNTS.join(",")),
-        "qos=normal,q_mins,x4,nodecay,thres",
+        "qos=normal,q_mins,q_wall,x4,nodecay,thres",
     ]);
 }
 
@@ -186,6 +190,11 @@ fn run(dbd: &Slurmdbd, cluster: &str, priority: &str, setup: bool) -> Observed {
         &["-A", "lim_wall", "--qos=x4", "--gres=gpu:1", "-t", "1"],
         34,
     );
+    // QOS GrpWall as Slurm's test21.30/34 try it: jobs that start and end between two
+    // passes, charged only by `priority_p_job_end` (68 s of wall time for a 1-minute limit).
+    let wall_qos = ["-A", "lim_plain", "--qos=q_wall", "--gres=gpu:1", "-t", "1"];
+    let f1 = submit(&c, "f1", &wall_qos, 34);
+    let f2 = submit(&c, "f2", &wall_qos, 34);
     let d1 = submit(&c, "d1", &["-A", "lim_run", "--gres=gpu:4", "-t", "2"], 60);
     c.wait_state(d1, "RUNNING", WAIT);
     let d1_started = Instant::now();
@@ -249,7 +258,7 @@ fn run(dbd: &Slurmdbd, cluster: &str, priority: &str, setup: bool) -> Observed {
     // A reconfigure: 22.05 rebuilds the run-seconds of running jobs in place and the priority
     // plugin takes them back to the last pass; 24.11 re-executes slurmctld (a restart).
     c.reconfigure();
-    for job in [a1, b1, c1] {
+    for job in [a1, b1, c1, f1, f2] {
         c.wait_state(job, "COMPLETED", WAIT);
     }
     let a2 = submit(&c, "a2", &[&["-A", "lim_gpu"], &gpus8[..]].concat(), 5);
@@ -273,8 +282,13 @@ fn run(dbd: &Slurmdbd, cluster: &str, priority: &str, setup: bool) -> Observed {
         "QOS GrpTRESMins second job",
         decision(&c, b2, Until::Decided, WAIT),
     );
+    let f3 = submit(&c, "f3", &wall_qos, 5);
     seen.decisions
         .insert("GrpWall second job", decision(&c, c2, Until::Decided, WAIT));
+    seen.decisions.insert(
+        "QOS GrpWall third job",
+        decision(&c, f3, Until::Decided, WAIT),
+    );
     seen.assoc_mgr = assoc_mgr(&c, ACCOUNTS, QOS);
     seen.shares = sshare(&c, ACCOUNTS);
     (seen.sacct, seen.elapsed) = sacct(&c, cluster);
@@ -313,6 +327,7 @@ fn with_slurmdbd_usage_limits_match_multifactor() {
         ("GrpTRESMins second job", pending("AssocGrpGRESMinutes")),
         ("QOS GrpTRESMins second job", pending("QOSGrpGRESMinutes")),
         ("GrpWall second job", pending("AssocGrpWallLimit")),
+        ("QOS GrpWall third job", pending("QOSGrpWallLimit")),
         (
             "GrpTRESRunMins second job, before a pass",
             pending("AssocGrpGRESRunMinutes"),
