@@ -236,7 +236,7 @@ fn snapshot(engine: &Gputopo, n: usize) -> Snapshot {
             type_id: None,
             spread: false,
         }),
-        shared: false,
+        shares: Vec::new(),
         min_nodes: 1,
         required: Vec::new(),
         whole_node: false,
@@ -244,7 +244,11 @@ fn snapshot(engine: &Gputopo, n: usize) -> Snapshot {
         binding: false,
         reserved: false,
     };
-    Snapshot { job, nodes }
+    Snapshot {
+        job,
+        nodes,
+        sharing: Vec::new(),
+    }
 }
 
 /// Fails the first offer, then selects the lowest free pair on the lowest offered node.

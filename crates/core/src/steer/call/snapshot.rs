@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::super::model::NodeModel;
 use super::super::tries::Mode;
 use super::super::wide::WideNode;
+use super::answer::SharingRecord;
 use crate::config::SelectConfig;
 use crate::gpuset::GpuSet;
 use crate::wideset::WideSet;
@@ -25,6 +26,16 @@ pub struct GpuNeed {
     pub spread: bool,
 }
 
+/// One shared GRES request of the job (`--gres=shard:N`, `mps:N`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShareNeed {
+    /// Its type id, `None` for untyped.
+    pub type_id: Option<u32>,
+    /// Shares per node (1 when the request counts them otherwise: every node serving the
+    /// job gives it at least one).
+    pub per_node: u64,
+}
+
 /// The job's side of the call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobFacts {
@@ -34,8 +45,8 @@ pub struct JobFacts {
     pub mode: Mode,
     /// Whole GPUs per node; `None` for a job without a `gpu` request.
     pub need: Option<GpuNeed>,
-    /// The job has a shared GRES request (`shard`, `mps`).
-    pub shared: bool,
+    /// The job's shared GRES requests (`shard`, `mps`), in request order.
+    pub shares: Vec<ShareNeed>,
     /// Its minimum node count.
     pub min_nodes: usize,
     /// Nodes it requires (`--nodelist`), ascending.
@@ -56,7 +67,18 @@ impl JobFacts {
     /// A job with whole GPUs is steered; one with shared GRES only is checked for health
     /// (RUN_NOW with `HealthAware=yes`, one try of every node); anything else is forwarded.
     pub fn steered(&self, cfg: &SelectConfig) -> bool {
-        self.need.is_some() || (self.shared && self.mode == Mode::RunNow && cfg.health_aware)
+        self.need.is_some() || (self.shared() && self.mode == Mode::RunNow && cfg.health_aware)
+    }
+
+    /// The job has a shared GRES request.
+    pub fn shared(&self) -> bool {
+        !self.shares.is_empty()
+    }
+
+    /// True for a job of shared GRES alone, whose nodes the health pre-filter judges by
+    /// their shares ([`Snapshot::sharing`]).
+    pub fn shares_only(&self) -> bool {
+        self.need.is_none() && self.shared()
     }
 }
 
@@ -118,6 +140,15 @@ impl NodeState {
     }
 }
 
+/// A candidate's sharing devices, for a job of shared GRES alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSharing {
+    /// Node index.
+    pub node: usize,
+    /// The records of each of the job's shared requests ([`JobFacts::shares`]), in order.
+    pub records: Vec<Vec<SharingRecord>>,
+}
+
 /// Everything one call decides over.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -125,6 +156,9 @@ pub struct Snapshot {
     pub job: JobFacts,
     /// Every candidate cons_tres was offered, by ascending node index.
     pub nodes: Vec<NodeState>,
+    /// For a job of shared GRES alone ([`JobFacts::shares_only`]) with `HealthAware=yes`:
+    /// the modelled candidates' sharing devices, by ascending node index; empty otherwise.
+    pub sharing: Vec<NodeSharing>,
 }
 
 impl Snapshot {

@@ -176,7 +176,7 @@ pub fn job(per_node: usize) -> JobFacts {
             type_id: None,
             spread: false,
         }),
-        shared: false,
+        shares: Vec::new(),
         min_nodes: 1,
         required: Vec::new(),
         whole_node: false,
@@ -190,6 +190,7 @@ pub fn snapshot(job: JobFacts, nodes: &[FakeNode]) -> Snapshot {
     Snapshot {
         job,
         nodes: nodes.iter().enumerate().map(|(i, n)| n.state(i)).collect(),
+        sharing: Vec::new(),
     }
 }
 
