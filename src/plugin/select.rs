@@ -27,10 +27,15 @@ impl Role for SelectRole {
     }
 
     fn start(&self) -> Result<(), PluginError> {
-        stock::start()
+        stock::start()?;
+        if slurm::conf::in_slurmctld() {
+            crate::plugin::steer::persist::start();
+        }
+        Ok(())
     }
 
     fn stop(&self) {
+        crate::plugin::steer::persist::stop();
         stock::stop();
     }
 }

@@ -23,6 +23,7 @@
 
 pub mod degraded;
 pub mod explain;
+pub mod persist;
 pub mod preempt;
 pub mod read;
 pub mod run;
@@ -100,6 +101,7 @@ pub fn select_nodeinfo_set(
 /// `select_p_reconfigure`: re-read gputopo.conf, forget cached health and topologies.
 pub fn reconfigure() {
     state::reconfigure();
+    persist::reconfigure();
 }
 
 /// Slurm's name for a job_test mode (flag bits ignored), as in its own debug output.

@@ -77,6 +77,12 @@ pub fn state_save_location() -> Option<PathBuf> {
     string_field(raw).map(PathBuf::from)
 }
 
+/// `SlurmUser`'s uid: the owner of what slurmctld keeps in `StateSaveLocation`.
+pub fn slurm_user_id() -> u32 {
+    // SAFETY: a plain u32 read of libslurmfull's initialised global.
+    unsafe { (*global()).slurm_user_id }
+}
+
 /// `DEBUG_FLAG_SELECT_TYPE` and `DEBUG_FLAG_GRES` (slurm/slurm.h, bits 0 and 6 in 22.05 and
 /// 24.11): `DebugFlags=SelectType`/`Gres`.
 const DEBUG_SELECT_OR_GRES: u64 = (1 << 0) | (1 << 6);

@@ -5,6 +5,7 @@ mod agent_telemetry;
 mod checkpoint;
 mod cons_tres_features;
 mod engine;
+mod fail_closed;
 mod foundation;
 mod gang;
 mod gres_configs;

@@ -171,7 +171,7 @@ fn wide_node(
     ng: &NodeGres<'_>,
 ) -> WideNode {
     st.note_unmodelled(nv.name(), ng.count());
-    let published = st.node_health(nv);
+    let published = st.node_health(nv, ng.count());
     st.note_faulty(
         nv.index().0,
         published

@@ -74,7 +74,7 @@ impl SteerState {
             return None; // health only (core::steer::wide)
         }
         let content = digest.unwrap_or_else(|| (gres.content_digest(), node.cores_per_socket()));
-        let health = self.node_health(node);
+        let health = self.node_health(node, gres.count());
         let agent = health.as_deref().filter(|_| prefer_agent);
         let topo = build_topology(node, &gres.gpu_cores(), gres.links().as_deref(), agent)?;
         let types: Vec<(u32, GpuSet)> = gres.topo().iter().map(|t| (t.type_id, t.gpus)).collect();
