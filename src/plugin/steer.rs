@@ -19,7 +19,8 @@
 //!   one job_test left in `gres_bit_select`.
 //!
 //! A panic anywhere below is caught by the guard; from then on job_test runs [`degraded`]
-//! (cons_tres alone, nodes with known faulty GPUs withheld) and every other call forwards.
+//! (cons_tres alone, nodes with a GPU published faulty withheld, read on every call) and
+//! every other call forwards, except reconfigure.
 
 pub mod degraded;
 pub mod explain;
@@ -58,7 +59,7 @@ pub fn job_test<R: ReservationArg>(
 ) -> c_int {
     let st = state::state();
     if crate::plugin::guard::is_degraded() {
-        return degraded::job_test(st, forward, bitmap, mode);
+        return degraded::job_test(st, forward, job, bitmap, mode);
     }
     Stats::add(&st.stats.calls, 1);
     if st.stats.due(SUMMARY_EVERY_SECS) {
@@ -71,6 +72,10 @@ pub fn job_test<R: ReservationArg>(
         return forward();
     };
     let mut job = JobView::new(job);
+    #[cfg(feature = "test-panic")]
+    if job.name() == Some("gputopo_test_panic") {
+        panic!("injected by the test-panic build for job {}", job.id());
+    }
     let preemption = job::offers_preemption(preemptee_candidates.as_ref());
     let victims_out = preemptee_job_list.map(PreempteeOut::new);
     let call = Call {

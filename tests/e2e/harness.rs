@@ -207,7 +207,11 @@ impl Cluster {
                 args.extend([flag.into(), v.clone()]);
             }
         }
-        let out = Command::new(repo().join("contrib/cluster.sh"))
+        let mut cluster_sh = Command::new(repo().join("contrib/cluster.sh"));
+        if let Some(so) = &opts.plugin_so {
+            cluster_sh.env("GPUTOPO_PLUGIN_SO", so);
+        }
+        let out = cluster_sh
             .args(&args)
             .env("GPUTOPO_BIN", gputopo_bin())
             .env(

@@ -48,6 +48,8 @@ pub struct Opts {
     pub slurmctld_prefix: Option<String>,
     /// A backup controller (a second `SlurmctldHost`) in standby (`cluster.sh --backup`).
     pub backup: bool,
+    /// Another build of the plugin than `GPUTOPO_PLUGIN_SO` (e.g. the `test-panic` one).
+    pub plugin_so: Option<PathBuf>,
 }
 
 impl Default for Opts {
@@ -71,6 +73,7 @@ impl Default for Opts {
             node_gres_of: None,
             slurmctld_prefix: None,
             backup: false,
+            plugin_so: None,
         }
     }
 }
