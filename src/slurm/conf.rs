@@ -70,6 +70,13 @@ pub fn slurm_conf_path() -> Option<PathBuf> {
     string_field(raw).map(PathBuf::from)
 }
 
+/// slurm.conf's `SelectType` (`select/cons_tres`, `select/gputopo_cons_tres`), if set.
+pub fn select_type() -> Option<String> {
+    // SAFETY: one pointer field copied out of libslurmfull's initialised global.
+    let raw = unsafe { (*global()).select_type };
+    string_field(raw)
+}
+
 /// slurm.conf's `StateSaveLocation`, if set (where slurmctld keeps what survives restarts).
 pub fn state_save_location() -> Option<PathBuf> {
     // SAFETY: one pointer field copied out of libslurmfull's initialised global.

@@ -18,6 +18,7 @@ mod priority_fairshare;
 mod priority_ha;
 mod priority_ledger;
 mod priority_memory;
+mod priority_only;
 mod resv_gres;
 mod select;
 mod shared;
