@@ -36,11 +36,17 @@ fn the_priority_role_alone_never_touches_the_live_cons_tres() {
         return;
     }
     // A reconfigure that fails: the re-executed slurmctld cannot read slurm.conf, and this
-    // one resumes (having ended and restarted its priority plugin on the way).
+    // one resumes (having ended and restarted its priority plugin on the way). SIGHUP asks
+    // for it (scontrol would refuse the broken slurm.conf itself).
     let conf = c.etc().join("slurm.conf");
     let good = std::fs::read_to_string(&conf).expect("slurm.conf");
     std::fs::write(&conf, format!("{good}NoSuchOption=1\n")).expect("break slurm.conf");
-    let _ = c.run("scontrol", &["reconfigure"]);
+    let pid = c.slurmctld_pid().expect("slurmctld's pid");
+    let hup = std::process::Command::new("kill")
+        .args(["-HUP", &pid.to_string()])
+        .status()
+        .expect("kill -HUP");
+    assert!(hup.success());
     c.wait_until("the reconfigure to fail", WAIT, || {
         c.slurmctld_log()
             .contains("Resuming operation, reconfigure failed")
