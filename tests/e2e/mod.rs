@@ -12,6 +12,7 @@ mod gres_configs;
 mod harness;
 mod identity;
 mod preempt;
+mod preempt_faulty;
 mod preempt_qos;
 mod priority;
 mod priority_fairshare;
