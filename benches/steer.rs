@@ -243,11 +243,13 @@ fn snapshot(engine: &Gputopo, n: usize) -> Snapshot {
         preemption: false,
         binding: false,
         reserved: false,
+        per_socket: false,
     };
     Snapshot {
         job,
         nodes,
         sharing: Vec::new(),
+        restricted: Vec::new(),
     }
 }
 

@@ -71,6 +71,7 @@ pub fn job_facts(job: &mut JobView<'_>, call: &Call<'_>, mode: Mode) -> JobFacts
         preemption: call.preemption,
         binding: job.enforce_binding(),
         reserved: call.reserved.is_some(),
+        per_socket: reqs.iter().any(|r| r.name() == GPU && r.per_socket() > 0),
     }
 }
 
@@ -97,6 +98,7 @@ pub fn snapshot(
 ) -> Snapshot {
     let mut nodes = Vec::with_capacity(offered.count());
     let mut sharing = Vec::new();
+    let mut restricted = Vec::new();
     let shared: Vec<String> = if facts.shares_only() && cfg.health_aware {
         job.gres_requests()
             .iter()
@@ -109,7 +111,11 @@ pub fn snapshot(
     let job = &*job;
     let mut models = st.models();
     for ni in offered.iter_set() {
-        let gpus = node::view(job, ni)
+        let view = node::view(job, ni);
+        if view.is_some_and(|nv| nv.restricted_cores_per_gpu() > 0) {
+            restricted.push(ni.0);
+        }
+        let gpus = view
             .and_then(|nv| {
                 let ng = nv.gpus()?;
                 if is_wide(&ng) {
@@ -134,6 +140,7 @@ pub fn snapshot(
         job: facts,
         nodes,
         sharing,
+        restricted,
     }
 }
 

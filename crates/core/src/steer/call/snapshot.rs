@@ -60,6 +60,9 @@ pub struct JobFacts {
     /// GRES reservations constrain this call's GPUs (23.11+ `resv_exc_t`): the re-pick
     /// chooses within what they allow ([`super::super::reserved`]).
     pub reserved: bool,
+    /// `--gpus-per-socket`: the job's GPUs per socket follow the cores cons_tres allocated,
+    /// so its pick stands when healthy ([`super::super::repick::keep_pinned`]).
+    pub per_socket: bool,
 }
 
 impl JobFacts {
@@ -159,6 +162,10 @@ pub struct Snapshot {
     /// For a job of shared GRES alone ([`JobFacts::shares_only`]) with `HealthAware=yes`:
     /// the modelled candidates' sharing devices, by ascending node index; empty otherwise.
     pub sharing: Vec<NodeSharing>,
+    /// Candidates with `RestrictedCoresPerGPU` (24.11+), ascending: cons_tres reserves cores
+    /// for the GPUs it picks there, so its pick stands when healthy
+    /// ([`super::super::repick::keep_pinned`]).
+    pub restricted: Vec<usize>,
 }
 
 impl Snapshot {
@@ -168,6 +175,12 @@ impl Snapshot {
             .binary_search_by_key(&node, |n| n.node)
             .ok()
             .map(|i| &self.nodes[i])
+    }
+
+    /// True when cons_tres's GPU pick on `node` must stand unless it holds a faulty GPU
+    /// ([`JobFacts::per_socket`], [`Snapshot::restricted`]).
+    pub fn pinned(&self, node: usize) -> bool {
+        self.job.per_socket || self.restricted.binary_search(&node).is_ok()
     }
 
     /// Candidate node indices, ascending.

@@ -183,6 +183,7 @@ pub fn job(per_node: usize) -> JobFacts {
         preemption: false,
         binding: false,
         reserved: false,
+        per_socket: false,
     }
 }
 
@@ -191,6 +192,7 @@ pub fn snapshot(job: JobFacts, nodes: &[FakeNode]) -> Snapshot {
         job,
         nodes: nodes.iter().enumerate().map(|(i, n)| n.state(i)).collect(),
         sharing: Vec::new(),
+        restricted: Vec::new(),
     }
 }
 
