@@ -11,6 +11,7 @@ mod gang;
 mod gres_configs;
 mod harness;
 mod identity;
+mod pinned;
 mod preempt;
 mod preempt_faulty;
 mod preempt_qos;
