@@ -39,7 +39,8 @@
 #
 # Environment: GPUTOPO_RELEASES (default "22.05.8 24.11.5"), GPUTOPO_STOCK_TESTS (test name
 # filters for the stock run, default "e2e::foundation e2e::select e2e::identity
-# e2e::gres_configs e2e::engine e2e::shared e2e::preempt e2e::gang e2e::cons_tres_features e2e::resv_gres"),
+# e2e::gres_configs e2e::engine e2e::shared e2e::preempt e2e::gang e2e::cons_tres_features e2e::resv_gres
+# e2e::pinned"),
 # GPUTOPO_E2E_SHARDS (1 = one test at a time, as cargo test --test-threads=1), CARGO_TARGET_DIR.
 set -uo pipefail
 
@@ -51,7 +52,7 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
 case $CARGO_TARGET_DIR in /*) ;; *) CARGO_TARGET_DIR=$repo/$CARGO_TARGET_DIR ;; esac
 export CARGO_TERM_COLOR=never
 releases=${GPUTOPO_RELEASES:-22.05.8 24.11.5}
-stock_tests=${GPUTOPO_STOCK_TESTS:-e2e::foundation e2e::select e2e::identity e2e::gres_configs e2e::engine e2e::shared e2e::preempt e2e::gang e2e::cons_tres_features e2e::resv_gres}
+stock_tests=${GPUTOPO_STOCK_TESTS:-e2e::foundation e2e::select e2e::identity e2e::gres_configs e2e::engine e2e::shared e2e::preempt e2e::gang e2e::cons_tres_features e2e::resv_gres e2e::pinned}
 shards=${GPUTOPO_E2E_SHARDS:-2}
 logdir=$CARGO_TARGET_DIR/test-all
 mkdir -p "$logdir"
