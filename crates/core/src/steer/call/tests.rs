@@ -9,7 +9,6 @@ mod shares;
 use super::*;
 use crate::gpuset::GpuSet;
 use crate::steer::repick::{KeepReason, ReplaceReason};
-use crate::wideset::WideSet;
 use fake::*;
 
 /// NVLinks between two GPUs of the fake's DGX-1V nodes.
@@ -390,21 +389,7 @@ fn shares_move_off_a_faulty_gpu_and_a_node_with_none_healthy_is_excluded() {
             .collect(),
         whole: GpuSet::EMPTY,
     };
-    let answer = |node: usize| {
-        Reply::Selected(Selection {
-            nodes: vec![Chosen {
-                node,
-                near: WideSet::first_n(8),
-            }],
-            gpu: Vec::new(),
-            shared: vec![SharedPicks {
-                request: 0,
-                name: "shard".into(),
-                type_id: None,
-                on: vec![Some(pick(0))],
-            }],
-        })
-    };
+    let answer = |node: usize| shard_answer(node, pick(0));
     let mut keys = crate::steer::key_memo::KeyMemos::default();
     let mut offers = Vec::new();
     let call = Call::start(&snap, ctx, &mut keys);

@@ -340,3 +340,30 @@ pub fn committed(finish: &Finish, seen: &Seen) -> Vec<(usize, WideSet)> {
         })
         .collect()
 }
+
+/// The call's context with `cfg`, decisions not described, one device per job's shares.
+pub fn ctx(cfg: &crate::config::SelectConfig) -> Ctx<'_> {
+    Ctx {
+        cfg,
+        engine: engine(),
+        log: false,
+        multiple_sharing: false,
+    }
+}
+
+/// cons_tres's answer for a job of one `shard` request placed on `node` with `pick`.
+pub fn shard_answer(node: usize, pick: SharedPick) -> Reply {
+    Reply::Selected(Selection {
+        nodes: vec![Chosen {
+            node,
+            near: WideSet::first_n(8),
+        }],
+        gpu: Vec::new(),
+        shared: vec![SharedPicks {
+            request: 0,
+            name: "shard".into(),
+            type_id: None,
+            on: vec![Some(pick)],
+        }],
+    })
+}

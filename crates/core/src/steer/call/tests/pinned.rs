@@ -36,15 +36,9 @@ fn a_pinned_jobs_healthy_pick_stands_where_others_are_re_picked() {
     snap.restricted = vec![0];
     let mut seen = Seen::default();
     let config = cfg();
-    let ctx = Ctx {
-        cfg: &config,
-        engine: engine(),
-        log: false,
-        multiple_sharing: false,
-    };
     let mut keys = crate::steer::key_memo::KeyMemos::default();
     let f = run(
-        Call::start(&snap, ctx, &mut keys),
+        Call::start(&snap, ctx(&config), &mut keys),
         cons_tres(&nodes, &snap.job, &mut seen),
         |_| {},
     );

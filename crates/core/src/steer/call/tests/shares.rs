@@ -34,30 +34,14 @@ fn a_shares_job_skips_nodes_that_offer_only_a_faulty_gpus_shares() {
         })
         .collect();
     let config = cfg();
-    let ctx = Ctx {
-        cfg: &config,
-        engine: engine(),
-        log: false,
-        multiple_sharing: false,
-    };
+    let ctx = ctx(&config);
     let answer = |node: usize| {
-        Reply::Selected(Selection {
-            nodes: vec![Chosen {
-                node,
-                near: WideSet::first_n(8),
-            }],
-            gpu: Vec::new(),
-            shared: vec![SharedPicks {
-                request: 0,
-                name: "shard".into(),
-                type_id: None,
-                on: vec![Some(SharedPick {
-                    stock: vec![2, 0],
-                    records: records.clone(),
-                    whole: GpuSet::EMPTY,
-                })],
-            }],
-        })
+        let pick = SharedPick {
+            stock: vec![2, 0],
+            records: records.clone(),
+            whole: GpuSet::EMPTY,
+        };
+        shard_answer(node, pick)
     };
     let mut keys = crate::steer::key_memo::KeyMemos::default();
     let (mut offers, mut events) = (Vec::new(), Vec::new());
