@@ -58,6 +58,7 @@ pub fn job_test<R: ReservationArg>(
     reservation: Option<EntryPtr<'_, R>>,
 ) -> c_int {
     let st = state::state();
+    st.sync_persisted();
     if crate::plugin::guard::is_degraded() {
         return degraded::job_test(st, forward, job, bitmap, mode);
     }

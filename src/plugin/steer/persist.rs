@@ -2,7 +2,7 @@
 //! The format, bounds and crash-safe file are [`gputopo_core::health::persist`]'s; this module
 //! decides when the file is read and written.
 //!
-//! - **Remembered** as the hooks read it: [`super::state::SteerState::node_health`] hands over
+//! - **Remembered** as the hooks read it: `SteerState::node_health` hands over
 //!   each `Extra` that parsed ([`remember`]) and each reset to empty ([`forget`]); nothing is
 //!   written there (slurmctld's locks are held).
 //! - **Written** by the plugin's own thread (`gputopo-health`), never under a slurmctld lock:
@@ -15,9 +15,10 @@
 //!   `read_slurm_conf` runs it under the config write lock, so the thread reads the file).
 //!   A file this process did not write last was written by the other controller while it was
 //!   in control, so it is newer than anything this process remembers: the store becomes the
-//!   file, the health cache starts over seeded from it, and the models are rebuilt. A file
-//!   unchanged since this process read or wrote it changes nothing.
-//! - **Fail closed in between**: from a reconfigure until the thread has looked at the file,
+//!   file, and the next job_test ([`take`]: the thread touches nothing of the hooks) starts the
+//!   health cache over seeded from it and rebuilds the models. A file unchanged since this
+//!   process read or wrote it changes nothing.
+//! - **Fail closed in between**: from a reconfigure until the hooks have what the thread found,
 //!   and while the file cannot be read at all, a node whose `Extra` is unusable is withheld
 //!   ([`read_back`]), whatever this process remembers of it (it may be a standby's stale view).
 //! - A backup in standby runs no job_test, so it never writes: the primary's file stays.
@@ -26,13 +27,12 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use gputopo_core::health::persist::{self, HEALTH_FILE, HealthStore};
-use gputopo_core::health::read_extra;
-
-use super::state;
+use gputopo_core::health::{Parsed, read_extra};
 
 /// How long the writer lets changes gather before it writes.
 pub const DEBOUNCE: Duration = Duration::from_secs(1);
@@ -65,6 +65,10 @@ struct Inner {
     seen: Option<(SystemTime, u64)>,
     /// Nodes whose record could not be kept (logged once each).
     not_kept: HashSet<String>,
+    /// Updates for the hooks: made, taken, and the seeds of the last file read not taken yet.
+    generation: u64,
+    applied: u64,
+    seeds: Option<Vec<(String, Arc<Parsed>)>>,
     /// The last write error logged (one line per distinct error until a write succeeds).
     write_error: Option<String>,
 }
@@ -87,6 +91,9 @@ static PERSIST: LazyLock<Persist> = LazyLock::new(|| Persist {
         seen: None,
         not_kept: HashSet::new(),
         write_error: None,
+        generation: 0,
+        applied: 0,
+        seeds: None,
     }),
     wake: Condvar::new(),
 });
@@ -186,13 +193,19 @@ pub fn forget(node: &str) {
 }
 
 /// Whether a node whose `Extra` is unusable may use what this process remembers of it
-/// (`Done`) or must be withheld. A withheld node's model is rebuilt once the file is read.
+/// (`Done`) or must be withheld: not while the file is unread, nor while an update waits for
+/// the hooks ([`take`]). A withheld node's model is rebuilt once the file is read.
 pub fn read_back() -> ReadBack {
     let mut g = lock();
-    if g.read_back != ReadBack::Done {
+    let state = if g.read_back == ReadBack::Done && g.applied != g.generation {
+        ReadBack::Pending
+    } else {
+        g.read_back
+    };
+    if state != ReadBack::Done {
         g.withheld = true;
     }
-    g.read_back
+    state
 }
 
 /// The writer thread: looks at the file when asked, writes it when the store changed.
@@ -326,43 +339,74 @@ enum Look {
     Read(HealthStore, Option<(SystemTime, u64)>),
 }
 
-/// Installs a look at the file. A read replaces the store and restarts the health cache from
-/// its records (the cache's lock first, then this module's: the order the hooks take them
-/// in); the models built from what was replaced, or while nodes were withheld, go.
+/// Installs a look at the file (a read: parsed here, with no lock held). A read replaces the
+/// store and hands its records to the hooks as seeds ([`take`]); a read, or nodes withheld
+/// meanwhile, make the hooks drop their models.
 fn finish(read_back: ReadBack, look: Look) {
-    let st = state::state();
-    let mut rebuild = false;
-    {
-        let mut health = st.health_cache();
-        let mut g = lock();
-        match look {
-            Look::Unchanged => {}
-            Look::Missing => {
-                g.seen = None;
-                g.dirty |= !g.store.is_empty();
-                if g.dirty {
-                    PERSIST.wake.notify_one();
-                }
-            }
-            Look::Read(store, signature) => {
-                health.clear();
-                for (node, saved) in store.iter() {
-                    if let Ok(Some(parsed)) = read_extra(&saved.extra) {
-                        health.seed(node, Arc::new(parsed));
-                    }
-                }
-                g.store = store;
-                g.seen = signature;
-                g.dirty = false;
-                rebuild = true;
+    let seeds = match &look {
+        Look::Read(store, _) => Some(
+            store
+                .iter()
+                .filter_map(|(node, saved)| {
+                    let parsed = read_extra(&saved.extra).ok().flatten()?;
+                    Some((node.to_string(), Arc::new(parsed)))
+                })
+                .collect::<Vec<_>>(),
+        ),
+        _ => None,
+    };
+    let mut g = lock();
+    match look {
+        Look::Unchanged => {}
+        Look::Missing => {
+            g.seen = None;
+            g.dirty |= !g.store.is_empty();
+            if g.dirty {
+                PERSIST.wake.notify_one();
             }
         }
-        g.read_back = read_back;
-        if read_back == ReadBack::Done {
-            rebuild |= std::mem::take(&mut g.withheld);
+        Look::Read(store, signature) => {
+            g.store = store;
+            g.seen = signature;
+            g.dirty = false;
         }
     }
-    if rebuild {
-        st.forget_models();
+    let withheld = read_back == ReadBack::Done && std::mem::take(&mut g.withheld);
+    if seeds.is_some() || withheld {
+        g.seeds = seeds.or(g.seeds.take());
+        g.generation += 1;
+        GENERATION.store(g.generation, Ordering::Release);
     }
+    g.read_back = read_back;
+}
+
+/// What the hooks must apply ([`take`]).
+#[derive(Debug)]
+pub struct Update {
+    /// The health cache starts over from these (a file read), when given.
+    pub seeds: Option<Vec<(String, Arc<Parsed>)>>,
+}
+
+/// Bumped by every update for the hooks (a cheap check on every call, [`pending`]).
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// The last update the hooks took.
+static APPLIED: AtomicU64 = AtomicU64::new(0);
+
+/// True when an update waits for the hooks ([`take`]): one atomic comparison.
+pub fn pending() -> bool {
+    GENERATION.load(Ordering::Acquire) != APPLIED.load(Ordering::Acquire)
+}
+
+/// The update waiting for the hooks, if any; the caller (a job_test, under slurmctld's locks,
+/// where no file is read) reseeds the health cache with its seeds and drops the models.
+pub fn take() -> Option<Update> {
+    let mut g = lock();
+    if g.applied == g.generation {
+        return None;
+    }
+    g.applied = g.generation;
+    APPLIED.store(g.applied, Ordering::Release);
+    Some(Update {
+        seeds: g.seeds.take(),
+    })
 }

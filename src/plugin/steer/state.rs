@@ -8,7 +8,7 @@
 //! never held across a call into Slurm or cons_tres.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use gputopo_core::WideSet;
 use gputopo_core::config::SelectConfig;
@@ -187,13 +187,23 @@ impl SteerState {
         found.value().map(|p| Arc::new(p.health.clone()))
     }
 
-    /// The health cache, locked ([`persist`] seeds it from the file).
-    pub(super) fn health_cache(&self) -> MutexGuard<'_, HealthCache<Arc<Parsed>>> {
-        self.health.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Drops every cached model: the health they were built with was replaced.
-    pub(super) fn forget_models(&self) {
+    /// Applies what the persisted health's thread found ([`persist::take`]), at the start of a
+    /// job_test: the health cache starts over from a file read, and the models built from
+    /// what it replaces (or while nodes were withheld) go. One atomic comparison otherwise.
+    pub(super) fn sync_persisted(&self) {
+        if !persist::pending() {
+            return;
+        }
+        let Some(update) = persist::take() else {
+            return;
+        };
+        if let Some(seeds) = update.seeds {
+            let mut cache = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+            cache.clear();
+            for (node, parsed) in seeds {
+                cache.seed(&node, parsed);
+            }
+        }
         self.models
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
