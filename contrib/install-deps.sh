@@ -22,7 +22,13 @@ pkgs=(
   libfuzzer-14-dev
   # Tools the scripts use.
   procps psmisc util-linux iproute2
+  # The packages (contrib/package.sh, contrib/test-package.sh): rpmbuild, rpm, rpm2archive;
+  # chrpath drops the build host's RUNPATH from the packaged plugin; lintian checks the .deb.
+  rpm chrpath lintian
 )
+# pip downloads NVIDIA's NVML header for Slurm's gpu/nvml build (contrib/nvml-dev.sh); any pip
+# on PATH will do (the machine's own Python may bring one).
+command -v pip3 >/dev/null 2>&1 || command -v pip >/dev/null 2>&1 || pkgs+=(python3-pip)
 
 if [ "$(id -u)" != 0 ]; then
   echo "install-deps.sh: run as root (it installs Debian packages)" >&2

@@ -1,23 +1,28 @@
-//! The select role: `select/gputopo` is `select/cons_tres` plus two hooks.
+//! The select role: `select/gputopo_cons_tres` is `select/cons_tres` plus hooks.
 //!
-//! What gputopo changes in Slurm's select API is the per-release entry-point table
-//! (`crate::ffi::select_abi::v22_05` / `v23_11` / `v25_05`, chosen by
-//! `cfg(select_abi)`): every
-//! `select_p_*` of the release is listed there, `forward`ed unchanged to the stock plugin
-//! except `select_p_job_test` and `select_p_select_nodeinfo_set` (→ [`crate::plugin::steer`])
-//! and `select_p_reconfigure` (→ [`reconfigure`], which re-reads Slurm's log level).
-//! This role's start/stop load and init/fini the stock cons_tres ([`crate::plugin::stock`]),
-//! only where this `.so` is the select plugin: in a priority-only install
-//! (`SelectType=select/cons_tres`, `PriorityType=priority/gputopo`) the cons_tres slurmctld
-//! runs is the live select plugin itself (dlopen hands back its handle), so the role leaves
-//! it alone: no second `init`, and no `fini` when the priority role's `fini` comes (24.11
-//! calls it before every re-exec reconfigure and initialises again after a failed one).
+//! Everything of the role lives in this folder:
+//! - [`abi`]: the entry-point table, one line per `select_p_*` of the release, each
+//!   `forward`ed unchanged to the stock plugin or `hook`ed into a [`hooks::SelectHooks`]
+//!   method (the table is what gputopo changes in Slurm's select API, in one file);
+//! - [`hooks`]: that trait, whose methods forward by default, and the one conversion of the
+//!   job_test mode;
+//! - [`steer`]: gputopo's implementation ([`steer::Steer`]: `job_test`, `reconfigure`);
+//! - [`stock`]: the dlopen'ed stock `select/cons_tres`, which this role's start/stop load and
+//!   init/fini, only where this `.so` is the select plugin: in a priority-only install
+//!   (`SelectType=select/cons_tres`, `PriorityType=priority/gputopo`) the cons_tres slurmctld
+//!   runs is the live select plugin itself (dlopen hands back its handle), so the role leaves
+//!   it alone: no second `init`, and no `fini` when the priority role's `fini` comes (24.11
+//!   calls it before every re-exec reconfigure and initialises again after a failed one).
 
-use std::ffi::c_int;
+pub mod abi;
+pub mod hooks;
+pub mod steer;
+pub mod stock;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::plugin::PluginError;
 use crate::plugin::lifecycle::Role;
-use crate::plugin::{PluginError, stock};
 use crate::slurm;
 
 /// The select role of this `.so`.
@@ -40,10 +45,11 @@ impl Role for SelectRole {
             log::debug!("select role idle: SelectType is another plugin");
             return Ok(());
         }
+        abi::StockSelect::load(stock::library()?)?;
         stock::start()?;
         STARTED.store(true, Ordering::SeqCst);
         if slurm::conf::in_slurmctld() {
-            crate::plugin::steer::persist::start();
+            steer::persist::start();
         }
         Ok(())
     }
@@ -52,7 +58,7 @@ impl Role for SelectRole {
         if !STARTED.swap(false, Ordering::SeqCst) {
             return;
         }
-        crate::plugin::steer::persist::stop();
+        steer::persist::stop();
         stock::stop();
     }
 }
@@ -62,14 +68,6 @@ impl Role for SelectRole {
 /// where only the select role can have loaded us).
 fn serves_select(select_type: Option<&str>) -> bool {
     select_type.is_none_or(|t| t.contains("gputopo"))
-}
-
-/// `select_p_reconfigure`: `scontrol reconfigure` may have changed SlurmctldDebug.
-pub fn reconfigure(forward: impl FnOnce() -> c_int) -> c_int {
-    slurm::log::sync_level();
-    let rc = forward();
-    crate::plugin::steer::reconfigure();
-    rc
 }
 
 #[cfg(test)]

@@ -133,6 +133,9 @@ mod tests {
             "priority/gputopo"
         );
         assert_eq!(role_prefix("gputopo::slurm::prio::job"), "priority/gputopo");
-        assert_eq!(role_prefix("gputopo::plugin::steer"), "select/gputopo");
+        assert_eq!(
+            role_prefix("gputopo::plugin::select::steer"),
+            "select/gputopo"
+        );
     }
 }

@@ -2,6 +2,7 @@
 
 mod agent;
 mod agent_telemetry;
+mod autodetect;
 mod checkpoint;
 mod cons_tres_features;
 mod engine;

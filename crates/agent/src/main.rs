@@ -45,6 +45,8 @@ enum Cmd {
     GresConf(node::gres_conf::Args),
     /// Publish this node's GPU health to slurmctld (run as HealthCheckProgram).
     Publish(node::publish::Args),
+    /// Run as a long-lived service: listen for XIDs and publish on change (systemd).
+    Serve(node::serve::ServeArgs),
     /// Published GPU health of the cluster's nodes, per GPU (runs scontrol).
     Nodes(cmd_nodes::Args),
     /// slurm.conf Features= suggestions from the nodes' published capability labels.
@@ -64,6 +66,7 @@ fn main() {
         Cmd::Topology(a) => node::topology::run(a),
         Cmd::GresConf(a) => node::gres_conf::run(a),
         Cmd::Publish(a) => node::publish::run(a),
+        Cmd::Serve(a) => node::serve::run(a),
         Cmd::Simulate(a) => cmd_simulate::run(a),
         Cmd::Nodes(a) => cmd_nodes::run(a),
         Cmd::Features(a) => cmd_features::run(a),

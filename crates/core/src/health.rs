@@ -11,8 +11,10 @@
 //! beat missing data; missing data beats "merely degraded").
 
 pub mod extra;
+pub mod kernel_xid;
 pub mod persist;
 mod policy;
+pub mod publish;
 pub mod sticky;
 pub mod telemetry;
 pub mod violation;
@@ -87,8 +89,13 @@ pub enum Reason {
     NvmlUnavailable,
     /// NVML reports that the NVIDIA driver is not loaded: `driver_not_loaded`.
     DriverNotLoaded,
-    /// A GPU listed in gres.conf has no NVML device with its minor number: `not_in_nvml`.
+    /// A GPU Slurm has (gres.conf, or Slurm's own detection) that NVML, answering, does not
+    /// list: it left the bus (`not_in_nvml`, faulty: a missing GPU must never be handed out).
     NotInNvml,
+    /// NVML cannot start (driver not loaded, init failed) although the GPU's device file is
+    /// there: the driver lost the GPUs (`gpu_unreachable`, faulty). A node without the NVML
+    /// library at all stays `nvml_unavailable` (unknown): nothing is known of its GPUs.
+    GpuUnreachable,
     /// One NVML query failed, so its evidence is missing: `query_failed:<query>`.
     QueryFailed(Cow<'static, str>),
     /// A telemetry signal held by the hysteresis (`telemetry`): its token, degraded.
@@ -104,6 +111,8 @@ impl Reason {
             Reason::EccUncorrectable
             | Reason::RowRemapFailure
             | Reason::GpuLost
+            | Reason::NotInNvml
+            | Reason::GpuUnreachable
             | Reason::Xid(_) => Status::Faulty,
             Reason::EccCorrectable
             | Reason::RetiredPagesPending
@@ -113,7 +122,6 @@ impl Reason {
             Reason::NvmlTimeout
             | Reason::NvmlUnavailable
             | Reason::DriverNotLoaded
-            | Reason::NotInNvml
             | Reason::QueryFailed(_)
             | Reason::Other(_) => Status::Unknown,
         }
@@ -132,6 +140,7 @@ impl Reason {
             Reason::NvmlUnavailable => "nvml_unavailable",
             Reason::DriverNotLoaded => "driver_not_loaded",
             Reason::NotInNvml => "not_in_nvml",
+            Reason::GpuUnreachable => "gpu_unreachable",
             Reason::Sustained(g) => g.token(),
             Reason::Xid(n) => return Cow::Owned(format!("xid_{n}")),
             Reason::XidOther(n) => return Cow::Owned(format!("xid_other_{n}")),
@@ -153,6 +162,7 @@ impl Reason {
             "nvml_unavailable" => Reason::NvmlUnavailable,
             "driver_not_loaded" => Reason::DriverNotLoaded,
             "not_in_nvml" => Reason::NotInNvml,
+            "gpu_unreachable" => Reason::GpuUnreachable,
             _ => {
                 if let Some(g) = telemetry::Signal::from_token(s) {
                     Reason::Sustained(g)
@@ -277,6 +287,7 @@ mod tests {
             Reason::NvmlUnavailable,
             Reason::DriverNotLoaded,
             Reason::NotInNvml,
+            Reason::GpuUnreachable,
             Reason::QueryFailed("ecc_mode".into()),
             Reason::Sustained(telemetry::Signal::PcieDegraded),
             Reason::Other("new_thing".into()),

@@ -82,7 +82,7 @@ impl Cluster {
     }
 
     /// The pid in `pidfile` while it is this cluster's daemon: alive, and its command line or
-    /// environment names the directory (as contrib/pidfile.sh checks). A pid file outlives a
+    /// environment names the directory (as contrib/lib.sh checks). A pid file outlives a
     /// SIGKILLed daemon, and its number then soon belongs to another process.
     fn daemon_pid(&self, pidfile: &str) -> Option<u32> {
         let pid: u32 = std::fs::read_to_string(self.dir.join(pidfile))
