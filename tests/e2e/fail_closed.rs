@@ -15,7 +15,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, select};
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, gputopo_only};
 use super::select::extra_with_faulty;
 
 /// gputopo.conf for these tests.
@@ -91,8 +91,7 @@ fn health_file(c: &Cluster) -> PathBuf {
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn a_known_fault_survives_reconfigure_restart_and_takeover() {
-    if !e2e_enabled() || select() != "gputopo" {
-        eprintln!("skipped: gputopo's persisted health (GPUTOPO_SELECT=gputopo)");
+    if !e2e_enabled() || !gputopo_only() {
         return;
     }
     let c = Cluster::up(Opts {
@@ -183,8 +182,7 @@ fn panic_so() -> Option<PathBuf> {
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn after_a_panic_health_published_later_still_applies() {
-    if !e2e_enabled() || select() != "gputopo" {
-        eprintln!("skipped: gputopo's panic guard (GPUTOPO_SELECT=gputopo)");
+    if !e2e_enabled() || !gputopo_only() {
         return;
     }
     let Some(so) = panic_so() else {
