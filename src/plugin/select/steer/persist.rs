@@ -42,7 +42,8 @@ pub const DEBOUNCE: Duration = Duration::from_secs(1);
 pub enum ReadBack {
     /// Read (or nothing to read: not slurmctld, no `StateSaveLocation`).
     Done,
-    /// A reconfigure asked for a fresh look that the thread has not finished.
+    /// A reconfigure asked for a fresh look that the thread has not finished, or the hooks
+    /// have not taken what it found yet.
     Pending,
     /// The file exists but cannot be read (or, corrupt, cannot be set aside).
     Failed,
@@ -116,8 +117,7 @@ fn configure(g: &mut Inner) {
 }
 
 /// The select role's start in slurmctld (`select_g_init`: no slurmctld lock is held, so the
-/// file is read here): reads the persisted health into the health cache and starts the
-/// writer thread.
+/// file is read here, for the first job_test to take) and starts the writer thread.
 pub fn start() {
     configure(&mut lock());
     read_file();
