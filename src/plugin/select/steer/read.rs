@@ -9,7 +9,6 @@
 
 use gputopo_core::WideSet;
 use gputopo_core::config::SelectConfig;
-use gputopo_core::health::Status;
 use gputopo_core::steer::call::{
     Chosen, GpuNeed, GpuPicks, Gpus, JobFacts, Mode, Modelled, NodeSharing, NodeState, Pick,
     Selection, ShareNeed, SharedPick, SharedPicks, SharingRecord, Snapshot,
@@ -202,7 +201,7 @@ fn wide_node(
         nv.index().0,
         published
             .as_deref()
-            .map(|h| h.with_status_wide(Status::Faulty))
+            .map(|h| h.excluded_wide())
             .unwrap_or_default(),
     );
     WideNode {
