@@ -7,7 +7,8 @@
 //!   is logged once per distinct value (and what it still says applies);
 //! - after a caught panic in `select_p_job_test` (a `test-panic` build of the plugin, in
 //!   `GPUTOPO_PANIC_SO`: the job named `gputopo_test_panic` panics), health published later is
-//!   still applied, both ways: a new fault withholds its node, and clearing it returns the node.
+//!   still applied, both ways: a new fault withholds its node, and clearing it returns the node;
+//!   an administrator's drain (`gputopo drain`) withholds its node too.
 //!
 //! The check of a fault is a 7-GPU job on the 8-GPU node: stock cons_tres gives it GPUs 0-6,
 //! so it holds GPU 3 unless the fault is applied; and a job asking all 8 GPUs stays pending.
@@ -15,7 +16,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, gputopo_only};
+use super::drain::gputopo;
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, gputopo_only, skip};
 use super::select::extra_with_faulty;
 
 /// gputopo.conf for these tests.
@@ -186,7 +188,7 @@ fn after_a_panic_health_published_later_still_applies() {
         return;
     }
     let Some(so) = panic_so() else {
-        eprintln!("skipped: no test-panic build of the plugin (GPUTOPO_PANIC_SO)");
+        skip("no test-panic build of the plugin (GPUTOPO_PANIC_SO; contrib/test-all.sh builds it)");
         return;
     };
     let c = Cluster::up(Opts {
@@ -232,4 +234,26 @@ fn after_a_panic_health_published_later_still_applies() {
         c.slurmctld_log()
             .contains("select/gputopo is degraded after an internal error")
     );
+
+    // An administrator's drain (issue 28) is honoured the same way: n2's GPU 0 drained after
+    // the panic keeps n2 out (failed before: the degraded path withheld faulty GPUs only).
+    c.ok("scancel", &[&anywhere.to_string()]);
+    c.wait_until("n2 to be free", WAIT, || {
+        c.job_state(anywhere).as_deref() != Some("RUNNING")
+            && c.job_state(anywhere).as_deref() != Some("COMPLETING")
+    });
+    set_extra(&c, "n2", &extra_with_faulty(8, usize::MAX)); // as its agent publishes
+    gputopo(
+        &c,
+        &["drain", "n2", "--gpu", "0", "--reason", "e2e after a panic"],
+    );
+    let on_n2 = c.sbatch(&["-N1", "-w", "n2", "--gres=gpu:8", "--wrap", "sleep 60"]);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        c.job_state(on_n2).as_deref(),
+        Some("PENDING"),
+        "a drain set after the panic keeps n2 out"
+    );
+    gputopo(&c, &["resume", "n2", "--gpu", "0"]);
+    c.wait_state(on_n2, "RUNNING", WAIT);
 }

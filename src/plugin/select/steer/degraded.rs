@@ -1,18 +1,17 @@
 //! `select_p_job_test` after a panic: the plugin no longer trusts its decision code, but health
 //! still fails closed and stays current (issue 25 item 3). On every call each candidate's
 //! health is read as it is published now (the same cached `Extra` reading the normal path
-//! uses), and every node with a faulty GPU is withheld from cons_tres (a whole node: no GPU
-//! re-pick runs now); everything else is plain cons_tres. So a fault published after the
-//! panic is honoured too. Logged at error level once, counted on every call
+//! uses), and every node with a faulty or drained GPU is withheld from cons_tres (a whole
+//! node: no GPU re-pick runs now); everything else is plain cons_tres. So a fault published
+//! (or a drain set) after the panic is honoured too. Logged at error level once, counted on every call
 //! (`degraded_calls`).
 //!
-//! If this path panics itself, later calls withhold the nodes last seen with a faulty GPU
+//! If this path panics itself, later calls withhold the nodes last seen with such a GPU
 //! (each reading here updates that list), without reading `Extra` again.
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use gputopo_core::health::Status;
 use gputopo_core::steer::tries::CallMode;
 
 use crate::ffi;
@@ -41,7 +40,7 @@ pub fn job_test(
     Stats::add(&st.stats.degraded_calls, 1);
     if !REPORTED.swap(true, Ordering::Relaxed) {
         log::error!(
-            "select/gputopo is degraded after an internal error: cons_tres decides alone, and nodes with a GPU published faulty are withheld"
+            "select/gputopo is degraded after an internal error: cons_tres decides alone, and nodes with a GPU published faulty or drained are withheld"
         );
     }
     let Some(mut candidates) = bitmap.as_ref().and_then(node::candidates) else {
@@ -64,7 +63,7 @@ pub fn job_test(
     forward()
 }
 
-/// The candidates with a GPU faulty as published now (noted for the fallback list).
+/// The candidates with a GPU faulty or drained as published now (noted for the fallback list).
 fn read_faulty(
     st: &SteerState,
     job: &JobView<'_>,
@@ -78,7 +77,7 @@ fn read_faulty(
         let gpus = nv.gpus().map_or(0, |g| g.count());
         let faulty = st
             .node_health(&nv, gpus)
-            .map(|h| h.with_status_wide(Status::Faulty))
+            .map(|h| h.excluded_wide())
             .unwrap_or_default();
         if !faulty.is_empty() {
             out.push(ni.0);

@@ -39,7 +39,8 @@ pub struct SteerState {
     /// By node-table index (the slot of node `i` is `models[i]`, so the cache is bounded by
     /// the node table), looked up for every candidate on every call: an index, no hash.
     models: Mutex<Vec<Option<ModelEntry>>>,
-    /// Faulty GPUs per node index, as last read (kept for the degraded path after a panic).
+    /// Excluded (faulty or drained) GPUs per node index, as last read (kept for the degraded
+    /// path after a panic).
     faulty: Mutex<HashMap<usize, WideSet>>,
     /// Nodes already reported as too large to model (one log line per node).
     unmodelled: Mutex<HashSet<String>>,
@@ -240,7 +241,7 @@ impl SteerState {
             .clear();
     }
 
-    /// Node indices with a GPU published faulty when their model was last built.
+    /// Node indices with a GPU published faulty or drained when last read.
     pub fn known_faulty_nodes(&self) -> Vec<usize> {
         let map = self.faulty.lock().unwrap_or_else(PoisonError::into_inner);
         map.iter()
@@ -249,7 +250,7 @@ impl SteerState {
             .collect()
     }
 
-    /// Remembers node `index`'s faulty GPUs for the degraded path ([`Self::known_faulty_nodes`]).
+    /// Remembers node `index`'s excluded GPUs for the degraded path ([`Self::known_faulty_nodes`]).
     pub(crate) fn note_faulty(&self, index: usize, faulty: WideSet) {
         self.faulty
             .lock()

@@ -4,7 +4,7 @@
 use std::sync::{Arc, PoisonError};
 
 use gputopo_core::GpuSet;
-use gputopo_core::health::{NodeHealth, Status};
+use gputopo_core::health::NodeHealth;
 use gputopo_core::steer::model::NodeModel;
 use gputopo_core::topology::NodeTopology;
 use gputopo_core::topology::gres_model::from_slurm;
@@ -82,7 +82,7 @@ impl SteerState {
             key,
             health
                 .as_deref()
-                .map(|h| h.with_status_wide(Status::Faulty))
+                .map(|h| h.excluded_wide())
                 .unwrap_or_default(),
         );
         let tables = self.engine.handle(&topo);
