@@ -28,7 +28,8 @@ fn throttled_gpus_are_used_last_and_a_down_nvlink_leaves_the_topology() {
             ("n3", "dgx1v-warm-quad"),
             ("n4", "dgx1v-healthy"),
         ],
-        "",
+        // The fixture's GPU 2 is capped in every check: count it after two, like the others.
+        "PowerCapRaiseChecks=2\n",
     ) else {
         return;
     };

@@ -19,12 +19,13 @@ fn publish(n: &Node) {
     assert_eq!(rc, 0, "{out}{err}");
 }
 
-/// A gputopo.conf with a state directory, so checks remember what they saw.
+/// A gputopo.conf with a state directory, so checks remember what they saw, and power capping
+/// held to two checks like the other signals (the fixtures' GPU 2 is capped in every check).
 fn keep_state(n: &Node) {
     std::fs::write(
         n.dir.join("gputopo.conf"),
         format!(
-            "NvmlTimeoutMs=30000\nStateDir={}\n",
+            "NvmlTimeoutMs=30000\nPowerCapRaiseChecks=2\nStateDir={}\n",
             n.dir.join("state").display()
         ),
     )

@@ -1,7 +1,8 @@
 //! Index mapping: which NVML device is Slurm's GPU i, by device identity.
 //!
 //! 1. Slurm's own GPU list for the node, in its index order, from the inputs slurmd reads:
-//!    gres.conf (`GresConf=`, else next to gputopo.conf) and, next to it, `fake_gpus.conf`
+//!    gres.conf (`GresConf=`, else next to slurm.conf; `Include` lines followed, or the agent
+//!    refuses: [`super::conf_include`]) and, next to it, `fake_gpus.conf`
 //!    (slurmd's stand-in for NVML) or, with `AutoDetect=nvml`, the NVML devices themselves.
 //!    The rule is Slurm's (`gputopo_core::identity`, with the Slurm code it reproduces).
 //! 2. Each Slurm GPU's device file gives its device minor: the minor of the character device
@@ -64,11 +65,7 @@ pub struct Mapping {
 /// # Errors
 /// Why Slurm's GPUs cannot be tied to NVML devices; the agent must not publish then.
 pub fn map_node(gres_path: &Path, node: &str, devices: &[Device]) -> Result<Mapping, String> {
-    let gres = match std::fs::read_to_string(gres_path) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("{}: {e}", gres_path.display())),
-    };
+    let gres = super::conf_include::read(gres_path)?;
     let fake_path = gres_path.with_file_name("fake_gpus.conf");
     let fake = match std::fs::read_to_string(&fake_path) {
         Ok(t) => Some(t),

@@ -172,7 +172,7 @@ impl XidMemory {
                 .get(signal.token())
                 .copied()
                 .unwrap_or_default()
-                .step(s, p);
+                .step(s, &p.for_signal(signal));
             if t.is_idle() {
                 tracks.remove(signal.token());
             } else {

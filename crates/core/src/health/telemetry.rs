@@ -6,7 +6,12 @@
 //! speed), yet none of this is a fault. So these signals make a GPU `degraded` (used last),
 //! never `faulty`, and only once they are *sustained*: a signal must be seen in
 //! `TelemetryRaiseChecks` health checks in a row to count, and then stays until
-//! `TelemetryClearChecks` checks in a row did not see it. A check that could not read a signal
+//! `TelemetryClearChecks` checks in a row did not see it. Power capping is what a GPU does
+//! under full load (it runs at its enforced power limit, and the driver reports the SW power
+//! cap), so `power_capped` needs `PowerCapRaiseChecks` checks in a row (default 10: ten
+//! minutes at a 60 s `HealthCheckInterval`), longer than a burst of normal work at the limit
+//! ([`TelemetryPolicy::for_signal`]); the HW power brake (an external signal, e.g. from the
+//! power supply) is no load effect and counts as `hw_slowdown`. A check that could not read a signal
 //! changes nothing (missing telemetry is not evidence either way; many boards do not support
 //! every query).
 //!
@@ -23,12 +28,13 @@ pub enum Signal {
     /// thermal clock-event reason (HW thermal, SW thermal slowdown), or the thermal violation
     /// counter at `ViolationPercent` since the last check: `thermal`.
     Thermal,
-    /// Power draw at `PowerCapPercent` of the enforced limit, or a power clock-event reason
-    /// (SW power cap, HW power brake), or the power violation counter: `power_capped`.
+    /// Power draw at `PowerCapPercent` of the enforced limit, or the SW power cap clock-event
+    /// reason, or the power violation counter: `power_capped` (held to
+    /// `PowerCapRaiseChecks`: normal under load).
     PowerCapped,
-    /// The HW slowdown clock-event reason (the board's own protection, e.g. a failed fan or
-    /// an external power-brake signal), or the board-limit or reliability violation
-    /// counter: `hw_slowdown`.
+    /// The HW slowdown or HW power brake clock-event reason (the board's own protection, e.g.
+    /// a failed fan, or an external power-brake signal), or the board-limit or reliability
+    /// violation counter: `hw_slowdown`.
     HwSlowdown,
     /// The PCIe link trained below the card's maximum width (and, with `PcieGenDegraded=yes`,
     /// generation): `pcie_degraded`.
@@ -133,6 +139,9 @@ pub struct TelemetryPolicy {
     pub warm_clear_checks: u32,
     /// Checks in a row a signal must be seen to count. Default 2.
     pub raise_checks: u32,
+    /// Checks in a row `power_capped` must be seen to count (a GPU under full load runs at
+    /// its power limit). Default 10.
+    pub power_cap_raise_checks: u32,
     /// Checks in a row without it before it stops counting. Default 3.
     pub clear_checks: u32,
 }
@@ -148,7 +157,22 @@ impl Default for TelemetryPolicy {
             warm_raise_checks: 1,
             warm_clear_checks: 3,
             raise_checks: 2,
+            power_cap_raise_checks: 10,
             clear_checks: 3,
+        }
+    }
+}
+
+impl TelemetryPolicy {
+    /// The policy [`Track::step`] applies to `signal`: `PowerCapRaiseChecks` in place of
+    /// `TelemetryRaiseChecks` for [`Signal::PowerCapped`].
+    pub fn for_signal(&self, signal: Signal) -> TelemetryPolicy {
+        match signal {
+            Signal::PowerCapped => TelemetryPolicy {
+                raise_checks: self.power_cap_raise_checks,
+                ..*self
+            },
+            _ => *self,
         }
     }
 }
@@ -205,15 +229,12 @@ pub fn signals(t: &Telemetry, p: &TelemetryPolicy) -> [(Signal, Option<bool>); 5
         ),
         (
             Signal::PowerCapped,
-            or(
-                or(power, bits(b::SW_POWER_CAP | b::HW_POWER_BRAKE)),
-                violated(&[Limit::Power]),
-            ),
+            or(or(power, bits(b::SW_POWER_CAP)), violated(&[Limit::Power])),
         ),
         (
             Signal::HwSlowdown,
             or(
-                bits(b::HW_SLOWDOWN),
+                bits(b::HW_SLOWDOWN | b::HW_POWER_BRAKE),
                 violated(&[Limit::BoardLimit, Limit::Reliability]),
             ),
         ),

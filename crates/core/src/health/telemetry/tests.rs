@@ -191,3 +191,58 @@ fn tokens_round_trip() {
     }
     assert_eq!(Signal::from_token("xid_79"), None);
 }
+
+/// Issue 25 item 4: a busy GPU at its enforced power limit (draw at the limit, SW power cap
+/// reason) is normal under load: it counts as `power_capped` only after
+/// `PowerCapRaiseChecks` checks in a row (default 10), not after `TelemetryRaiseChecks` (2),
+/// while the HW power brake (an external signal, no load effect) is `hw_slowdown` at once.
+#[test]
+fn power_capping_under_load_counts_only_when_it_lasts() {
+    let p = TelemetryPolicy::default();
+    let busy = Telemetry {
+        temp_c: Reading::Value(70),
+        power_mw: Reading::Value(400_000),
+        clock_events: Reading::Value(reason_bits::SW_POWER_CAP),
+        ..cool()
+    };
+    let mut tracks = crate::health::sticky::XidMemory::default();
+    let on_after = |tracks: &mut crate::health::sticky::XidMemory, t: &Telemetry, checks| {
+        (0..checks)
+            .map(|_| tracks.step_signals("gpu", &signals(t, &p), &p))
+            .collect::<Vec<_>>()
+    };
+    let counted = on_after(&mut tracks, &busy, 10);
+    assert!(
+        counted[..9].iter().all(Vec::is_empty),
+        "nine checks at the cap are normal load: {counted:?}"
+    );
+    assert_eq!(
+        counted[9],
+        [Signal::PowerCapped],
+        "the tenth in a row counts"
+    );
+    // A pause in the load (one check below the cap) restarts the count.
+    let mut tracks = crate::health::sticky::XidMemory::default();
+    on_after(&mut tracks, &busy, 9);
+    on_after(&mut tracks, &cool(), 1);
+    assert!(on_after(&mut tracks, &busy, 9).iter().all(Vec::is_empty));
+    // The HW power brake is no load effect: hw_slowdown after TelemetryRaiseChecks.
+    let brake = Telemetry {
+        clock_events: Reading::Value(reason_bits::HW_POWER_BRAKE),
+        ..cool()
+    };
+    assert_eq!(seen(&brake, &p), [Signal::HwSlowdown]);
+    let mut tracks = crate::health::sticky::XidMemory::default();
+    assert_eq!(
+        on_after(&mut tracks, &brake, 2)[1],
+        [Signal::HwSlowdown],
+        "two checks"
+    );
+    // PowerCapRaiseChecks=2 restores the short window.
+    let short = TelemetryPolicy {
+        power_cap_raise_checks: 2,
+        ..p
+    };
+    assert_eq!(short.for_signal(Signal::PowerCapped).raise_checks, 2);
+    assert_eq!(p.for_signal(Signal::Thermal), p);
+}
