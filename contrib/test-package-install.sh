@@ -12,15 +12,18 @@
 #    rpm -i --nodeps after the administrator wrote /etc/sysconfig/gputopo (GPUTOPO_STOCK_DIR,
 #    SLURM_CONF). Checks the files and the plugin directory postinst/%post built, then the
 #    refresh a Slurm package change triggers
+#    The agent's systemd unit: installed, accepted by systemd-analyze verify, enabled by nothing
+#    (deb: deb-systemd-helper; rpm: presets, here a RHEL host's "disable *"); its command line
+#    with the package's settings file publishes the node's GPU health (one check, fake NVML)
 # 3. slurm.conf switched to the package's PluginDir and select/gputopo_cons_tres: a 2-GPU job
 #    gets an NVLink-2 pair; slurmctld mapped the installed .so and the host's stock cons_tres
 # 4. while slurmctld runs with a job: upgrade to PKG_REVISION_2 (the daemon keeps running and
 #    scheduling, the job keeps running, the package says a restart loads it, a restart does),
-#    downgrade to PKG, reinstall PKG
+#    downgrade to PKG, reinstall PKG; the service an administrator enabled stays enabled
 # 5. removal while slurm.conf still selects gputopo from that PluginDir: refused, nothing changed
 # 6. deb: SelectType switched back but PluginDir not yet: removal keeps the directory as links to
 #    the stock plugins, the restarted daemons run a GPU job from it; purge. rpm: slurm.conf
-#    switched back entirely: rpm -e removes everything
+#    switched back entirely: rpm -e removes everything. Neither leaves the service enabled
 # Prints one line per check and "KIND RELEASE: N passed, N failed"; exits non-zero on a failure.
 set -uo pipefail
 
@@ -62,7 +65,8 @@ case $kind in
     pkg_version() { dpkg-query -W -f '${Version}' gputopo 2>/dev/null; }
     file_version() { dpkg-deb -f "$1" Version; }
     # (a refused dpkg -r leaves the selection "deinstall" and the package installed)
-    installed() { [ "$(dpkg-query -W -f '${db:Status-Status}' gputopo 2>/dev/null)" = installed ]; } ;;
+    installed() { [ "$(dpkg-query -W -f '${db:Status-Status}' gputopo 2>/dev/null)" = installed ]; }
+    unit=/lib/systemd/system/gputopo-agent.service settings=/etc/default/gputopo ;;
   rpm)
     pdir=$(rpm -qp --qf '[%{FILENAMES}\n]' "$pkg1" | grep '/gputopo/plugins$')
     # rpm's own database in the scratch host; no dependency check (no Slurm RPM here).
@@ -77,7 +81,8 @@ case $kind in
     pkg_remove() { r -e --nodeps gputopo; }
     pkg_version() { r -q --qf '%{VERSION}-%{RELEASE}' gputopo 2>/dev/null; }
     file_version() { rpm -qp --qf '%{VERSION}-%{RELEASE}' "$1"; }
-    installed() { r -q gputopo; } ;;
+    installed() { r -q gputopo; }
+    unit=/usr/lib/systemd/system/gputopo-agent.service settings=/etc/sysconfig/gputopo ;;
   *) echo "test-package-install.sh: kind must be deb or rpm" >&2; exit 2 ;;
 esac
 so=$pdir/select_gputopo_cons_tres.so
@@ -101,6 +106,25 @@ submit_gpu_job() {
 }
 running() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ]; }
 set_conf() { sed -i "s|^$1=.*|$1=$2|" "$conf"; }
+enabled() { [ "$(systemctl is-enabled gputopo-agent.service 2>/dev/null)" = enabled ]; }
+# service_check: what systemd runs for the agent's unit (its ExecStart with its Environment= and
+# EnvironmentFile=), one check with a 1-second interval, the node's GPUs from the fake NVML.
+service_check() {
+  local cmd envfile
+  cmd=$(sed -n 's/^ExecStart=//p' "$unit" | sed 's/--interval [0-9]*/--interval 1/')
+  envfile=$(sed -n 's/^EnvironmentFile=-//p' "$unit")
+  (
+    set -a
+    eval "$(sed -n 's/^Environment=//p' "$unit")"
+    # shellcheck disable=SC1090
+    [ ! -r "$envfile" ] || . "$envfile"
+    set +a
+    # shellcheck disable=SC2086
+    GPUTOPO_NVML_LIB=$FAKE_NVML_LIB FAKE_NVML_FIXTURE=$here/../tests/fixtures/nvml/dgx1v-healthy.fx \
+      timeout 60 $cmd --checks 1
+  )
+}
+ok_gpus() { /usr/bin/gputopo nodes n1 2>/dev/null | grep -Ec '^n1 +[0-7] +ok '; }
 
 # --- 1. the site's Slurm, stock cons_tres ---------------------------------------------------
 if [ -n "$prefix" ]; then
@@ -130,6 +154,10 @@ if [ "$kind" = rpm ]; then
   # keeps them and puts the package's file next to them.
   mkdir -p /etc/sysconfig
   printf 'GPUTOPO_STOCK_DIR=%s\nSLURM_CONF=%s\n' "$stock" "$conf" > /etc/sysconfig/gputopo
+  # A RHEL host's presets (its systemd ships 99-default-disable.preset): units not listed stay
+  # disabled. (Debian's presets enable every unit; the deb must not rely on them.)
+  mkdir -p /usr/lib/systemd/system-preset
+  echo 'disable *' > /usr/lib/systemd/system-preset/99-default-disable.preset
 fi
 out=$(pkg_install "$pkg1" 2>&1); rc=$?
 echo "$out" | grep 'gputopo:' | sed "s/^/  [install] /"
@@ -153,6 +181,15 @@ if [ "$kind" = rpm ]; then
 else
   check "dpkg verifies the installed files" dpkg --verify gputopo
 fi
+check "the agent's service is installed ($unit)" test -f "$unit"
+check "systemd accepts it (systemd-analyze verify)" systemd-analyze verify "$unit"
+check "the package enabled no service" test "$(systemctl is-enabled gputopo-agent.service 2>/dev/null)" = disabled
+# The administrator names the node and slurm.conf in the package's settings file.
+printf 'SLURM_CONF=%s\nSLURMD_NODENAME=n1\n' "$conf" >> "$settings"
+out=$(service_check 2>&1); rc=$?
+echo "$out" | grep 'serve' | sed "s/^/  [service] /"
+check "the service's command publishes the node's GPU health (one check)" test "$rc" = 0 -a "$(ok_gpus)" = 8
+check "it keeps its state in the unit's StateDirectory (/var/lib/gputopo)" test -f /var/lib/gputopo/xid-n1.json
 # What a Slurm package update triggers (deb: dpkg trigger; rpm: %transfiletriggerin runs the
 # same maint.sh refresh): a missing link comes back, a select_gputopo.so of gputopo < 0.2 goes.
 rm -f "$pdir/sched_backfill.so"
@@ -195,6 +232,7 @@ check "slurmctld mapped the installed select_gputopo_cons_tres.so" maps "$ctld" 
 check "and the host's stock select_cons_tres.so" maps "$ctld" "$stock/select_cons_tres.so"
 
 # --- 4. upgrade, downgrade, reinstall while slurmctld runs ---------------------------------
+check "the administrator enables the agent's service" systemctl enable gputopo-agent.service
 ino=$(stat -c %i "$so")
 out=$(pkg_upgrade "$pkg2" 2>&1); rc=$?
 echo "$out" | grep 'gputopo:' | sed "s/^/  [upgrade] /"
@@ -221,6 +259,7 @@ check "slurmctld kept running" ctld_alive
 check "the plugin directory is complete" test -f "$so" -a -L "$pdir/sched_backfill.so" -a -L "$pdir/priority_gputopo.so"
 "$here/cluster.sh" restart --dir "$dir" slurmctld >/dev/null 2>&1
 check "slurmctld restarts on the reinstalled plugin" ctld_alive
+check "the service stayed enabled through upgrade, downgrade and reinstall" enabled
 
 # --- 5. removal while slurm.conf uses it ----------------------------------------------------
 out=$(pkg_remove 2>&1); rc=$?
@@ -229,6 +268,7 @@ check "removal is refused while slurm.conf selects gputopo from $pdir" test "$rc
 check "it says why and what to change" grep -q "not removed: $conf still has PluginDir=$pdir" <<<"$out"
 check "the package is still installed" installed
 check "the plugin directory is untouched" test -f "$so" -a -L "$pdir/sched_backfill.so"
+check "the agent's service is still enabled" enabled
 check "slurmctld runs on" ctld_alive
 
 # --- 6. switching back, removal ------------------------------------------------------------
@@ -250,7 +290,8 @@ if [ "$kind" = deb ]; then
   out=$(pkg dpkg --purge gputopo 2>&1); rc=$?
   check "purge succeeds" test "$rc" = 0
   check "purge reminds that the directory was kept" grep -q "was kept for a slurm.conf" <<<"$out"
-  check "no file of the package is left" test ! -e /usr/bin/gputopo -a ! -e /usr/share/gputopo -a ! -e /usr/share/doc/gputopo -a ! -e /etc/slurm/gputopo.conf -a ! -e /etc/default/gputopo -a ! -e /var/lib/gputopo
+  check "no file of the package is left" test ! -e /usr/bin/gputopo -a ! -e /usr/share/gputopo -a ! -e /usr/share/doc/gputopo -a ! -e /etc/slurm/gputopo.conf -a ! -e /etc/default/gputopo -a ! -e /var/lib/gputopo -a ! -e "$unit"
+  check "purge removed the service's links and mask" test ! -e /etc/systemd/system/multi-user.target.wants/gputopo-agent.service -a ! -e /etc/systemd/system/gputopo-agent.service
 else
   # slurm.conf back to the stock plugin and PluginDir, daemons restarted, then rpm -e.
   check "the daemons restart with Slurm's own PluginDir and cons_tres" switch_to "$stock" select/cons_tres
@@ -258,7 +299,8 @@ else
   echo "$out" | grep 'gputopo:' | sed "s/^/  [remove] /"
   check "rpm -e succeeds once slurm.conf no longer uses gputopo" test "$rc" = 0
   check "the plugin directory is gone" test ! -e "$pdir"
-  check "no file of the package is left" test ! -e /usr/bin/gputopo -a ! -e /usr/share/gputopo -a ! -e "$(dirname "$pdir")" -a ! -e /var/lib/gputopo -a ! -e /usr/libexec/gputopo
+  check "no file of the package is left" test ! -e /usr/bin/gputopo -a ! -e /usr/share/gputopo -a ! -e "$(dirname "$pdir")" -a ! -e /var/lib/gputopo -a ! -e /usr/libexec/gputopo -a ! -e "$unit"
+  check "rpm -e disabled the service" test ! -e /etc/systemd/system/multi-user.target.wants/gputopo-agent.service
   job3=$(submit_gpu_job)
   check "the stock cluster runs a GPU job" test -n "$job3"
 fi
