@@ -23,6 +23,9 @@ pkgs=(
   # The packages (contrib/package.sh, contrib/test-package.sh): rpmbuild, rpm, rpm2archive;
   # chrpath drops the build host's RUNPATH from the packaged plugin; lintian checks the .deb.
   rpm chrpath lintian
+  # The e2e test of `gputopo metrics` and its dashboard scrapes it with a real Prometheus
+  # (and checks the exposition with promtool, which the package ships).
+  prometheus
 )
 # pip downloads NVIDIA's NVML header for Slurm's gpu/nvml build (contrib/nvml-dev.sh); any pip
 # on PATH will do (the machine's own Python may bring one).

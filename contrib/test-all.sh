@@ -14,6 +14,7 @@
 #               seconds from its committed corpus (node Extra, gres.conf/fake_gpus.conf,
 #               gputopo.conf, ledger/health/XID state files, generator labels)
 #   benches     the core's criterion benchmarks, quick form (numbers only, no assertions)
+#   bench-metrics  benches/metrics.rs, quick form (a 1,000-node scrape next to gputopo nodes)
 #   per release R in 22.05.8 24.11.5:
 #     plugin-R  contrib/build-plugin.sh R (the select/gputopo .so for R)
 #     abi-R     the root package's tests (tests/main.rs) with GPUTOPO_PLUGIN_SO, SLURM_SRC_DIR
@@ -24,6 +25,8 @@
 #               clusters at once, each test in its slot's directory
 #     stock-R   profile stock: the tests that compare with stock Slurm, with
 #               GPUTOPO_SELECT=cons_tres (the tests of gputopo's own behaviour are skipped)
+#               Both summary lines count passed, skipped and failed tests: a test that returns
+#               early because it does not apply here counts as skipped (nextest-summary.py)
 #     perf-gate-R  contrib/bench-select.sh --callgrind --nodes 128 --gate 2: fails when
 #               gputopo's own instructions per select_p_job_test exceed 2 % of stock
 #               cons_tres's (callgrind counts, stock measured in the same invocation)
@@ -111,10 +114,31 @@ FUZZ_SECS=${GPUTOPO_FUZZ_SECS:-12} phase fuzz "$here/fuzz.sh"
 # Criterion benchmarks of the core in their quick form: they print numbers, they assert nothing.
 phase benches cargo bench -p gputopo-core -p gputopo-eval --bench placement --bench sim --bench priority \
   --bench steer --bench victims -- --quick --noplot
+# One gputopo metrics scrape of a 1,000-node cluster against gputopo nodes on the same data.
+phase bench-metrics cargo bench -p gputopo-agent --bench metrics -- --quick --noplot
 
 # The gputopo command (gres.conf for the harness; the agent's e2e tests also run it).
 phase gputopo-bin cargo build --release -p gputopo-agent --bin gputopo
 export GPUTOPO_BIN=$CARGO_TARGET_DIR/release/gputopo
+
+# e2e_phase NAME PROFILE: the e2e tests of a nextest profile on release $r's cluster. Its
+# summary line counts them (contrib/nextest-summary.py): skipped are the tests that returned
+# early because they do not apply here (tests/skip.rs) and those the profile leaves out of the
+# full e2e run; nextest itself counts both kinds differently (the first as passed).
+e2e_phase() {
+  local name=$1 profile=$2 junit=$CARGO_TARGET_DIR/nextest/$2/junit.xml rc counts
+  local list=(cargo nextest list -p gputopo --test main --run-ignored only --message-format oneline)
+  comm -23 <("${list[@]}" -P e2e 2>/dev/null | sort) <("${list[@]}" -P "$profile" 2>/dev/null | sort) \
+    > "$logdir/$name.left-out"
+  rm -f "$junit"
+  GPUTOPO_E2E=1 GPUTOPO_E2E_DIR_PREFIX=/tmp/gputopo-e2e-$r phase "$name" \
+    cargo nextest run -p gputopo --test main -P "$profile" --run-ignored only --test-threads "$shards"
+  rc=$?
+  counts=$("$here/nextest-summary.py" "$junit" "$logdir/$name.left-out")
+  printf '%s\n' "$counts" | tee -a "$logdir/$name.log"
+  summary[${#summary[@]}-1]+="  ${counts##*$'\n'}"
+  return "$rc"
+}
 
 # Runs the root package's test binary for release $r with extra args.
 root_tests() {
@@ -134,10 +158,8 @@ for r in $releases; do
   phase "plugin-unit-$r" cargo test -p gputopo --lib
   # The e2e suite under cargo-nextest, $shards clusters at once (.config/nextest.toml).
   "$here/cluster.sh" munge
-  GPUTOPO_E2E=1 GPUTOPO_SELECT=gputopo GPUTOPO_E2E_DIR_PREFIX=/tmp/gputopo-e2e-$r phase "e2e-$r" \
-    cargo nextest run -p gputopo --test main -P e2e --run-ignored only --test-threads "$shards"
-  GPUTOPO_E2E=1 GPUTOPO_SELECT=cons_tres GPUTOPO_E2E_DIR_PREFIX=/tmp/gputopo-e2e-$r phase "stock-$r" \
-    cargo nextest run -p gputopo --test main -P stock --run-ignored only --test-threads "$shards"
+  GPUTOPO_SELECT=gputopo e2e_phase "e2e-$r" e2e
+  GPUTOPO_SELECT=cons_tres e2e_phase "stock-$r" stock
   # The perf gate (callgrind counts are repeatable on a loaded machine; wall-clock is not).
   BENCH_DIR=/tmp/gputopo-perf-gate-$r phase "perf-gate-$r" "$here/bench-select.sh" \
     --release "$r" --callgrind --nodes 128 --gate 2

@@ -14,7 +14,7 @@
 //! 2-CPU test host they are not the fixture's (docs/agent.md), so they are not compared.
 
 use super::agent::{Rig, fake_lib, fake_tree, health};
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, field, release, repo, select};
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, field, release, repo, select, skip};
 use gputopo_core::health::Status;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -67,7 +67,7 @@ fn start_detecting(
         return None;
     }
     if let Err(why) = gpu_plugin(how) {
-        eprintln!("skipped: {why}");
+        skip(why);
         return None;
     }
     let rig = Rig::new(test, &[("n1", fixture)]);

@@ -14,6 +14,9 @@
 //! }   // Drop: contrib/cluster.sh down (no job processes left behind)
 //! ```
 //!
+//! A test that does not apply here (the release lacks the feature, stock cons_tres runs) calls
+//! [`skip`] with the reason and returns, so the run counts it as skipped (`tests/skip.rs`).
+//!
 //! Environment: `GPUTOPO_E2E=1` enables the tests (they are also `#[ignore]`d);
 //! `GPUTOPO_SLURM_RELEASE` (default: the release table's first CI release) and `GPUTOPO_SELECT` (default `gputopo`;
 //! `cons_tres` runs the same tests on stock Slurm) choose the cluster; `GPUTOPO_PLUGIN_SO`
@@ -39,7 +42,9 @@ mod parse;
 mod run_mode;
 
 pub use dirs::cluster_dir;
-pub use run_mode::{e2e_enabled, gputopo_only, release, release_at_least, release_in, select};
+pub use run_mode::{
+    e2e_enabled, gputopo_only, long_enabled, release, release_at_least, release_in, select, skip,
+};
 
 pub use opts::Opts;
 

@@ -148,7 +148,7 @@ fn nvml_ordered_slurm_gets_health_on_the_right_device() {
     assert_eq!(two[6], "ecc_uncorrectable", "{table}");
     assert_eq!(
         &row("0")[3..5],
-        ["nvidia7".to_string(), job.to_string()],
+        ["nvidia7@1a:00.0".to_string(), job.to_string()],
         "{table}"
     );
 

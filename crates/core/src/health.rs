@@ -21,7 +21,7 @@ pub mod violation;
 
 pub use extra::{
     ExtraError, LinkMatrix, MergeRefused, NodeHealth, Parsed, merge_extra, merge_extra_with,
-    own_malformed, parse_extra, read_extra,
+    own_malformed, parse_extra, read_extra, write_drains,
 };
 pub use policy::{Evidence, HealthPolicy, Reading, RowRemap, judge};
 
@@ -212,13 +212,17 @@ pub struct GpuHealth {
     pub device: Device,
 }
 
-/// A GPU's device identity as published: its device minor (`/dev/nvidiaN`) and PCI bus id.
+/// A GPU's device identity as published: its device minor (`/dev/nvidiaN`), PCI bus id and
+/// UUID (what dcgm-exporter's `device`, `pci_bus_id` and `UUID` labels hold, so `gputopo
+/// metrics` joins with it).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Device {
     /// Device minor number.
     pub minor: Option<u32>,
     /// PCI bus id, short form (`3d:00.0`; the domain only when not 0).
     pub bus: Option<String>,
+    /// NVML's UUID (`GPU-5fd1...`).
+    pub uuid: Option<String>,
 }
 
 impl Device {
@@ -236,7 +240,32 @@ impl Device {
                 _ => b,
             }
         });
-        Device { minor, bus }
+        Device {
+            minor,
+            bus,
+            uuid: None,
+        }
+    }
+
+    /// This identity with NVML's UUID.
+    pub fn with_uuid(self, uuid: Option<&str>) -> Device {
+        Device {
+            uuid: uuid.map(str::to_string),
+            ..self
+        }
+    }
+
+    /// The bus id in NVML's long form (`00000000:3D:00.0`), which dcgm-exporter puts in its
+    /// `pci_bus_id` label; `None` when unknown or not a bus id.
+    pub fn long_bus(&self) -> Option<String> {
+        let bus = self.bus.as_deref()?;
+        let (dom, rest) = match bus.matches(':').count() {
+            1 => ("0", bus),
+            2 => bus.split_once(':')?,
+            _ => return None,
+        };
+        let dom = u32::from_str_radix(dom, 16).ok()?;
+        Some(format!("{dom:08X}:{}", rest.to_ascii_uppercase()))
     }
 }
 
@@ -313,5 +342,19 @@ mod tests {
             vec![Reason::Xid(79), Reason::NvmlTimeout, Reason::EccCorrectable]
         );
         assert_eq!(GpuHealth::from_reasons(0, vec![]).status, Status::Ok);
+    }
+
+    #[test]
+    fn bus_ids_go_back_to_nvmls_long_form() {
+        let long = |b: &str| Device::new(None, Some(b)).long_bus();
+        assert_eq!(
+            long("00000000:3D:00.0").as_deref(),
+            Some("00000000:3D:00.0")
+        );
+        assert_eq!(long("3d:00.0").as_deref(), Some("00000000:3D:00.0"));
+        assert_eq!(long("0001:3d:00.0").as_deref(), Some("00000001:3D:00.0"));
+        assert_eq!(long("nonsense"), None);
+        assert_eq!(long("zz:1:2:3"), None);
+        assert_eq!(Device::default().long_bus(), None);
     }
 }

@@ -1,13 +1,14 @@
 //! What this run tests: whether e2e tests run at all (`GPUTOPO_E2E`), against which Slurm
-//! release (`GPUTOPO_SLURM_RELEASE`) and with which select plugin (`GPUTOPO_SELECT`).
+//! release (`GPUTOPO_SLURM_RELEASE`) and with which select plugin (`GPUTOPO_SELECT`). A test
+//! that does not apply says so through [`skip`] (crate::skip), which these functions call too.
+
+pub use crate::skip::skip;
 
 /// Whether end-to-end tests should run (`GPUTOPO_E2E=1`); prints why not otherwise.
 pub fn e2e_enabled() -> bool {
     let on = std::env::var("GPUTOPO_E2E").is_ok_and(|v| v == "1");
     if !on {
-        eprintln!(
-            "skipped: set GPUTOPO_E2E=1 (as root, with Slurm installed) to run end-to-end tests"
-        );
+        skip("set GPUTOPO_E2E=1 (as root, with Slurm installed) to run end-to-end tests");
     }
     on
 }
@@ -52,10 +53,20 @@ pub fn select() -> String {
 pub fn gputopo_only() -> bool {
     let ours = select() == "gputopo";
     if !ours {
-        eprintln!(
-            "skipped: tests select/gputopo's own behaviour (GPUTOPO_SELECT={})",
+        skip(format_args!(
+            "tests select/gputopo's own behaviour (GPUTOPO_SELECT={})",
             select()
-        );
+        ));
     }
     ours
+}
+
+/// For a long test (minutes) that CI leaves out: true with `GPUTOPO_E2E_LONG` set; otherwise
+/// it reports the test skipped and returns false.
+pub fn long_enabled() -> bool {
+    let on = std::env::var_os("GPUTOPO_E2E_LONG").is_some();
+    if !on {
+        skip("a long test: set GPUTOPO_E2E_LONG=1 to run it");
+    }
+    on
 }

@@ -139,15 +139,15 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
             Some(n) => judge(i, &reading.gpus[n].evidence, &a.health),
             None => GpuHealth::from_reasons(i, vec![Reason::NotInNvml]),
         };
-        // The bus id only of a device identified by its minor (not of a lost one slotted in),
-        // and only where an administrator needs it (not ok), to keep Extra compact.
-        let bus = slot
+        // The bus id and UUID only of a device identified by its minor (not of a lost one
+        // slotted in); for every GPU, so `gputopo metrics` labels a GPU the same whatever its
+        // state (a label that came and went would start a new series).
+        let ident = slot
             .nvml
             .map(|n| &reading.gpus[n].ident)
-            .filter(|id| id.minor.is_some() && id.minor == slot.minor)
-            .filter(|_| verdict.status != Status::Ok)
-            .and_then(|id| id.bus_id.as_deref());
-        verdict.device = Device::new(slot.minor, bus);
+            .filter(|id| id.minor.is_some() && id.minor == slot.minor);
+        verdict.device = Device::new(slot.minor, ident.and_then(|id| id.bus_id.as_deref()))
+            .with_uuid(ident.and_then(|id| id.uuid.as_deref()));
         let warm = verdict.status == Status::Ok
             && slot.nvml.is_some_and(|n| reading.gpus[n].evidence.warm);
         gpus.push(SlurmGpu {

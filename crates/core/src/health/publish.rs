@@ -15,8 +15,9 @@
 //!   `refresh_secs`, so an unchanged report is not rewritten at every check, yet its age
 //!   stays within `PublishRefreshSec`.
 //! - `Extra` is written only when its value changes.
-//! - With `drain_when_all_faulty`, a node whose every GPU is faulty is drained (unless it
-//!   already is); one bad GPU never drains a node: the select plugin skips exactly that GPU.
+//! - With `drain_when_all_faulty`, a node whose every GPU is faulty, or faulty or drained by
+//!   an administrator (`gputopo drain`), is drained (unless it already is), so `sinfo -R`
+//!   finds it; one bad GPU never drains a node: the select plugin skips exactly that GPU.
 
 use super::extra::labels::Labels;
 use super::{
@@ -25,6 +26,9 @@ use super::{
 
 /// The drain reason gputopo sets (operators see it in `sinfo -R`).
 pub const DRAIN_REASON: &str = "gputopo: every GPU is faulty";
+
+/// The drain reason when administrators' drains make up the rest.
+pub const DRAIN_REASON_WITH_DRAINS: &str = "gputopo: every GPU is faulty or drained";
 
 /// The node's record as Slurm shows it (`scontrol show node`), the part publishing reads.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -156,12 +160,24 @@ pub fn plan(
     if extra != current {
         steps.push(Step::WriteExtra(extra.clone()));
     }
-    let all_faulty =
-        !health.gpus.is_empty() && health.gpus.iter().all(|g| g.status == Status::Faulty);
-    if policy.drain_when_all_faulty && all_faulty && !node.is_drained() {
-        steps.push(Step::Drain {
-            reason: DRAIN_REASON,
-        });
+    let drained = parse_extra(&extra)
+        .ok()
+        .flatten()
+        .map(|h| h.drained_wide())
+        .unwrap_or_default();
+    let faulty = |g: &super::GpuHealth| g.status == Status::Faulty;
+    let unusable = !health.gpus.is_empty()
+        && health
+            .gpus
+            .iter()
+            .all(|g| faulty(g) || drained.contains(g.index));
+    if policy.drain_when_all_faulty && unusable && !node.is_drained() {
+        let reason = if health.gpus.iter().all(faulty) {
+            DRAIN_REASON
+        } else {
+            DRAIN_REASON_WITH_DRAINS
+        };
+        steps.push(Step::Drain { reason });
     }
     Ok(Plan {
         extra,
@@ -240,6 +256,42 @@ mod tests {
         writes_extra: bool,
         drains: bool,
         published_time: u64,
+    }
+
+    #[test]
+    fn drains_count_as_unusable_for_the_node_drain() {
+        let h = health(&[0, 1], 3);
+        let with_drain = crate::health::write_drains(
+            &published(&h, NOW - 10),
+            crate::health::extra::drain::add(&[], &[2].into_iter().collect(), "RMA", "a", 1),
+            vec![],
+        )
+        .expect("a drain");
+        let p = plan(
+            &record(&with_drain, "IDLE", Some(3)),
+            h.clone(),
+            None,
+            NOW,
+            POLICY,
+        )
+        .expect("a plan");
+        assert!(
+            p.steps.contains(&Step::Drain {
+                reason: DRAIN_REASON_WITH_DRAINS
+            }),
+            "{:?}",
+            p.steps
+        );
+        // One usable GPU left: no node drain.
+        let p = plan(
+            &record(&published(&h, NOW - 10), "IDLE", Some(3)),
+            h,
+            None,
+            NOW,
+            POLICY,
+        )
+        .expect("a plan");
+        assert!(!p.steps.iter().any(|s| matches!(s, Step::Drain { .. })));
     }
 
     #[test]

@@ -9,7 +9,6 @@
 
 use gputopo_core::WideSet;
 use gputopo_core::config::SelectConfig;
-use gputopo_core::health::Status;
 use gputopo_core::steer::call::{
     Chosen, GpuNeed, GpuPicks, Gpus, JobFacts, Mode, Modelled, NodeState, Pick, Selection,
     SharedPick, SharedPicks, SharingRecord, Snapshot,
@@ -144,7 +143,7 @@ fn wide_node(
         nv.index().0,
         published
             .as_deref()
-            .map(|h| h.with_status_wide(Status::Faulty))
+            .map(|h| h.excluded_wide())
             .unwrap_or_default(),
     );
     WideNode {

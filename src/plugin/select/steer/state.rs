@@ -12,11 +12,13 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use gputopo_core::WideSet;
 use gputopo_core::config::SelectConfig;
+use gputopo_core::health::extra::history;
 use gputopo_core::health::{NodeHealth, Parsed, Status, read_extra};
 use gputopo_core::placement::engine::Gputopo;
 use gputopo_core::steer::health_cache::{HealthCache, Lookup};
 use gputopo_core::steer::key_memo::KeyMemos;
 
+use crate::slurm::log::EVENTS;
 use crate::slurm::node::NodeView;
 
 mod model;
@@ -40,6 +42,8 @@ pub struct SteerState {
     faulty: Mutex<HashMap<usize, WideSet>>,
     /// Nodes already reported as too large to model (one log line per node).
     unmodelled: Mutex<HashSet<String>>,
+    /// Per node, the health whose GPU states were last logged ([`Self::announce`]).
+    announced: Mutex<HashMap<String, Arc<Parsed>>>,
     /// Node rank keys per engine tables and node state ([`KeyMemos`]): node steering asks
     /// the engine once per state seen, not once per candidate per call.
     pub keys: Mutex<KeyMemos>,
@@ -80,6 +84,7 @@ impl SteerState {
             health: Mutex::new(HealthCache::new()),
             models: Mutex::new(Vec::new()),
             unmodelled: Mutex::new(HashSet::new()),
+            announced: Mutex::new(HashMap::new()),
             keys: Mutex::new(KeyMemos::default()),
             faulty: Mutex::new(HashMap::new()),
             engine: Gputopo::new(),
@@ -93,6 +98,28 @@ impl SteerState {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Logs, at info level, each GPU of `node` whose state changed since the health last
+    /// announced for it (the agent's verdicts, an administrator's drains and resumes): one
+    /// line per GPU with its bus id, the states and who. Runs once per new `Extra` text of a
+    /// node, not per call. After a start every GPU that is not ok is announced once.
+    fn announce(&self, node: &str, new: &Arc<Parsed>) {
+        let mut seen = self
+            .announced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let old = seen.get(node).map(|p| &p.health);
+        for e in history::transitions(old, &new.health) {
+            let bus = new
+                .health
+                .gpus
+                .iter()
+                .find(|g| g.index == e.index)
+                .and_then(|g| g.device.bus.as_deref());
+            log::info!(target: EVENTS, "{}", history::log_line(node, bus, &e));
+        }
+        seen.insert(node.to_owned(), Arc::clone(new));
     }
 
     /// `scontrol reconfigure`: re-reads gputopo.conf (a bad file keeps the settings in force)
@@ -120,12 +147,15 @@ impl SteerState {
             Lookup::Parsed {
                 value,
                 first_seen: true,
-            } if !value.problems.is_empty() => {
-                log::error!(
-                    "node {}: node Extra: gputopo health used in part: {}",
-                    node.name(),
-                    value.problems.join("; ")
-                );
+            } => {
+                if !value.problems.is_empty() {
+                    log::error!(
+                        "node {}: node Extra: gputopo health used in part: {}",
+                        node.name(),
+                        value.problems.join("; ")
+                    );
+                }
+                self.announce(node.name(), value);
             }
             Lookup::Malformed {
                 error,

@@ -1,6 +1,7 @@
 //! Unit and property tests of the `Extra` format.
 
 use super::*;
+use crate::health::Device;
 use crate::topology::fixture;
 
 fn sample() -> NodeHealth {
@@ -30,6 +31,19 @@ fn round_trips_and_is_compact() {
     assert_eq!(parse_extra(&extra).unwrap(), Some(h.clone()));
     assert_eq!(h.with_status(Status::Faulty), GpuSet::from_bits(0b10));
     assert_eq!(h.pcie_level(0, 1), Some(PcieLevel::Phb));
+    // The device identity round-trips too, and a malformed one is no identity.
+    let mut d = sample();
+    d.gpus[0].device = Device::new(Some(3), Some("3d:00.0")).with_uuid(Some("GPU-5fd1"));
+    assert!(
+        d.to_json()
+            .contains(r#"{"i":0,"s":"ok","m":3,"b":"3d:00.0","u":"GPU-5fd1"}"#)
+    );
+    assert_eq!(parse_extra(&merge_extra("", &d).unwrap()).unwrap(), Some(d));
+    let odd = r#"{"gputopo":{"v":1,"gpus":[{"i":0,"s":"ok","u":7}]}}"#;
+    assert_eq!(
+        parse_extra(odd).unwrap().map(|h| h.gpus[0].device.clone()),
+        Some(Device::default())
+    );
 }
 
 #[test]
