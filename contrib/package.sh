@@ -14,7 +14,7 @@
 #   /usr/lib/<multiarch>/gputopo/plugins/                       the PluginDir, filled at install
 #   /usr/bin/gputopo                                the node agent and config generators
 #   /usr/libexec/gputopo/healthcheck                slurmd's HealthCheckProgram (contrib/healthcheck.sh)
-#   /lib/systemd/system/gputopo-agent.service       the agent as a service (`gputopo serve`), not enabled
+#   /lib/systemd/system/gputopo-agent.service       the agent as a service (`gputopo serve`), enabled on install
 #   /usr/share/gputopo/{maint.sh,install-plugin.sh,layout}   what the maintainer scripts run
 #   /etc/slurm/gputopo.conf, /etc/default/gputopo   conffiles: every key commented with its default
 #   /usr/share/doc/gputopo/                         README, docs, example gputopo.conf, changelog, NEWS.Debian

@@ -12,18 +12,21 @@
 #    rpm -i --nodeps after the administrator wrote /etc/sysconfig/gputopo (GPUTOPO_STOCK_DIR,
 #    SLURM_CONF). Checks the files and the plugin directory postinst/%post built, then the
 #    refresh a Slurm package change triggers
-#    The agent's systemd unit: installed, accepted by systemd-analyze verify, enabled by nothing
-#    (deb: deb-systemd-helper; rpm: presets, here a RHEL host's "disable *"); its command line
-#    with the package's settings file publishes the node's GPU health (one check, fake NVML)
+#    The agent's systemd unit: installed, accepted by systemd-analyze verify, enabled the way
+#    each family does it (deb: on install, deb-systemd-helper; rpm: presets, here a RHEL host's
+#    "disable *"); its command line with the package's settings file stands down without
+#    slurm.conf and beside a gputopo HealthCheckProgram, and publishes the node's GPU health
+#    (one check, fake NVML)
 # 3. slurm.conf switched to the package's PluginDir and select/gputopo_cons_tres: a 2-GPU job
 #    gets an NVLink-2 pair; slurmctld mapped the installed .so and the host's stock cons_tres
 # 4. while slurmctld runs with a job: upgrade to PKG_REVISION_2 (the daemon keeps running and
 #    scheduling, the job keeps running, the package says a restart loads it, a restart does),
-#    downgrade to PKG, reinstall PKG; the service an administrator enabled stays enabled
+#    downgrade to PKG, reinstall PKG; the service's state an administrator chose is kept
 # 5. removal while slurm.conf still selects gputopo from that PluginDir: refused, nothing changed
 # 6. deb: SelectType switched back but PluginDir not yet: removal keeps the directory as links to
 #    the stock plugins, the restarted daemons run a GPU job from it; purge. rpm: slurm.conf
-#    switched back entirely: rpm -e removes everything. Neither leaves the service enabled
+#    switched back entirely: rpm -e removes everything (and disables the service); purge
+#    removes the service's links
 # Prints one line per check and "KIND RELEASE: N passed, N failed"; exits non-zero on a failure.
 set -uo pipefail
 
@@ -55,6 +58,8 @@ case $kind in
     pdir=/usr/lib/$multiarch/gputopo/plugins
     # man-db's trigger rebuilds its index on every dpkg run (10 s here); the scratch host needs none.
     rm -f /var/lib/man-db/auto-update
+    # A scratch host starts no service: deb-systemd-invoke asks policy-rc.d (as in a chroot).
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 0755 /usr/sbin/policy-rc.d
     # An administrator's shell with the cluster's SLURM_CONF (dpkg passes it to the scripts).
     pkg() { SLURM_CONF=$conf "$@"; }
     pkg_install() { pkg dpkg -i "$1"; }
@@ -106,7 +111,16 @@ submit_gpu_job() {
 }
 running() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ]; }
 set_conf() { sed -i "s|^$1=.*|$1=$2|" "$conf"; }
-enabled() { [ "$(systemctl is-enabled gputopo-agent.service 2>/dev/null)" = enabled ]; }
+unit_state() { systemctl is-enabled gputopo-agent.service 2>/dev/null; }
+enabled() { [ "$(unit_state)" = "${1:-enabled}" ]; }
+# settings KEY=VALUE...: the administrator's lines in the package's settings file (replaced).
+settings() {
+  local kv
+  for kv in "$@"; do
+    sed -i "/^${kv%%=*}=/d" "$settings"
+    echo "$kv" >> "$settings"
+  done
+}
 # service_check: what systemd runs for the agent's unit (its ExecStart with its Environment= and
 # EnvironmentFile=), one check with a 1-second interval, the node's GPUs from the fake NVML.
 service_check() {
@@ -183,9 +197,26 @@ else
 fi
 check "the agent's service is installed ($unit)" test -f "$unit"
 check "systemd accepts it (systemd-analyze verify)" systemd-analyze verify "$unit"
-check "the package enabled no service" test "$(systemctl is-enabled gputopo-agent.service 2>/dev/null)" = disabled
+if [ "$kind" = deb ]; then
+  check "the package enabled the service (Debian's convention)" enabled
+else
+  check "the package enabled no service (the host's presets)" enabled disabled
+fi
+# Not configured for it: the service says why, exits 0 (systemd leaves it stopped), publishes
+# nothing.
+settings SLURMD_NODENAME=n1 "SLURM_CONF=$dir/none/slurm.conf"
+out=$(service_check 2>&1); rc=$?
+echo "$out" | grep 'serve' | sed "s/^/  [service] /"
+check "the service stands down on a host without slurm.conf" test "$rc" = 0 -a "$(ok_gpus)" = 0
+check "and says where it looked" grep -q "not running: no slurm.conf at $dir/none/slurm.conf" <<<"$out"
+mkdir -p "$dir/hc"
+{ cat "$conf"; echo "HealthCheckProgram=/usr/libexec/gputopo/healthcheck"; } > "$dir/hc/slurm.conf"
+settings "SLURM_CONF=$dir/hc/slurm.conf"
+out=$(service_check 2>&1); rc=$?
+echo "$out" | grep 'serve' | sed "s/^/  [service] /"
+check "and beside a HealthCheckProgram that runs gputopo" test "$rc" = 0 -a "$(ok_gpus)" = 0 -a -n "$(grep 'not running: .*HealthCheckProgram=' <<<"$out")"
 # The administrator names the node and slurm.conf in the package's settings file.
-printf 'SLURM_CONF=%s\nSLURMD_NODENAME=n1\n' "$conf" >> "$settings"
+settings "SLURM_CONF=$conf"
 out=$(service_check 2>&1); rc=$?
 echo "$out" | grep 'serve' | sed "s/^/  [service] /"
 check "the service's command publishes the node's GPU health (one check)" test "$rc" = 0 -a "$(ok_gpus)" = 8
@@ -232,7 +263,9 @@ check "slurmctld mapped the installed select_gputopo_cons_tres.so" maps "$ctld" 
 check "and the host's stock select_cons_tres.so" maps "$ctld" "$stock/select_cons_tres.so"
 
 # --- 4. upgrade, downgrade, reinstall while slurmctld runs ---------------------------------
-check "the administrator enables the agent's service" systemctl enable gputopo-agent.service
+# The administrator turns the package's choice around (deb: disable, rpm: enable).
+if [ "$kind" = deb ]; then want=disabled; else want=enabled; fi
+check "the administrator ${want%d}s the agent's service" systemctl "${want%d}" gputopo-agent.service
 ino=$(stat -c %i "$so")
 out=$(pkg_upgrade "$pkg2" 2>&1); rc=$?
 echo "$out" | grep 'gputopo:' | sed "s/^/  [upgrade] /"
@@ -259,7 +292,7 @@ check "slurmctld kept running" ctld_alive
 check "the plugin directory is complete" test -f "$so" -a -L "$pdir/sched_backfill.so" -a -L "$pdir/priority_gputopo.so"
 "$here/cluster.sh" restart --dir "$dir" slurmctld >/dev/null 2>&1
 check "slurmctld restarts on the reinstalled plugin" ctld_alive
-check "the service stayed enabled through upgrade, downgrade and reinstall" enabled
+check "the service stayed $want through upgrade, downgrade and reinstall" enabled "$want"
 
 # --- 5. removal while slurm.conf uses it ----------------------------------------------------
 out=$(pkg_remove 2>&1); rc=$?
@@ -268,7 +301,7 @@ check "removal is refused while slurm.conf selects gputopo from $pdir" test "$rc
 check "it says why and what to change" grep -q "not removed: $conf still has PluginDir=$pdir" <<<"$out"
 check "the package is still installed" installed
 check "the plugin directory is untouched" test -f "$so" -a -L "$pdir/sched_backfill.so"
-check "the agent's service is still enabled" enabled
+check "the agent's service is still $want" enabled "$want"
 check "slurmctld runs on" ctld_alive
 
 # --- 6. switching back, removal ------------------------------------------------------------
@@ -299,7 +332,10 @@ else
   echo "$out" | grep 'gputopo:' | sed "s/^/  [remove] /"
   check "rpm -e succeeds once slurm.conf no longer uses gputopo" test "$rc" = 0
   check "the plugin directory is gone" test ! -e "$pdir"
-  check "no file of the package is left" test ! -e /usr/bin/gputopo -a ! -e /usr/share/gputopo -a ! -e "$(dirname "$pdir")" -a ! -e /var/lib/gputopo -a ! -e /usr/libexec/gputopo -a ! -e "$unit"
+  check "no file of the package is left" test ! -e /usr/bin/gputopo -a ! -e /usr/share/gputopo -a ! -e "$(dirname "$pdir")" -a ! -e /var/lib/gputopo/stock-dir -a ! -e /usr/libexec/gputopo -a ! -e "$unit"
+  # rpm has no purge: the agent's own state (remembered XIDs, history) stays, as a database's
+  # data does; nothing else of the package's is in /var/lib/gputopo.
+  check "only the agent's state stays in /var/lib/gputopo" test -z "$(find /var/lib/gputopo -mindepth 1 ! -name 'xid-*.json' 2>/dev/null)"
   check "rpm -e disabled the service" test ! -e /etc/systemd/system/multi-user.target.wants/gputopo-agent.service
   job3=$(submit_gpu_job)
   check "the stock cluster runs a GPU job" test -n "$job3"

@@ -9,7 +9,7 @@
 # 2. inspects them without installing: the control file (dpkg-deb -f, its Depends and
 #    Slurm-Release), the file lists (dpkg-deb -c, rpm -qlp), the RPM's dependencies, scriptlets,
 #    file triggers and %config(noreplace) files (rpm -qp --requires --scripts --filetriggers),
-#    the agent's systemd unit and the scripts that manage it (installed, never enabled by them),
+#    the agent's systemd unit and the scripts that manage it (deb: enabled on install; rpm: presets),
 #    that no installed file names the build host's Slurm prefix and the plugin has no RUNPATH,
 #    and lintian (errors and warnings fail; "skipped" when lintian is not installed)
 # 3. installs and uses each in its own scratch host (contrib/pkg-sandbox.sh: this host behind a
@@ -85,11 +85,12 @@ for k in $kinds; do
       unit=$x/lib/systemd/system/gputopo-agent.service
       check "deb: the service runs the packaged agent (gputopo serve)" grep -qx 'ExecStart=/usr/bin/gputopo serve .*' "$unit"
       check "deb: the service reads /etc/default/gputopo" grep -qx 'EnvironmentFile=-/etc/default/gputopo' "$unit"
-      # dh_installsystemd --no-enable --no-start: state and links through deb-systemd-helper,
-      # a try-restart on upgrade, stop on remove, mask on remove, purge of the links on purge.
-      check "deb: postinst records the service with deb-systemd-helper, enables nothing new" \
-        bash -c "grep -q 'deb-systemd-helper update-state gputopo-agent.service' '$x/DEBIAN/postinst' && ! grep -Eq 'systemctl (--[a-z-]+ )*(enable|start|preset)' '$x/DEBIAN/postinst'"
-      check "deb: postinst restarts a running service on upgrade (try-restart)" grep -q 'deb-systemd-invoke try-restart gputopo-agent.service' "$x/DEBIAN/postinst"
+      # dh_installsystemd's defaults: enabled on first install, an administrator's disable kept
+      # (was-enabled), started through deb-systemd-invoke (which honours policy-rc.d and a
+      # disabled unit), restarted on upgrade; stop on remove, mask on remove, purge of links.
+      check "deb: postinst enables the service the Debian way (deb-systemd-helper was-enabled, enable)" \
+        bash -c "grep -q 'deb-systemd-helper --quiet was-enabled gputopo-agent.service' '$x/DEBIAN/postinst' && grep -q 'deb-systemd-helper enable gputopo-agent.service' '$x/DEBIAN/postinst' && ! grep -Eq 'systemctl (--[a-z-]+ )*(enable|start|preset)' '$x/DEBIAN/postinst'"
+      check "deb: postinst starts it on install, restarts it on upgrade (deb-systemd-invoke)" grep -q 'deb-systemd-invoke $action gputopo-agent.service' "$x/DEBIAN/postinst"
       check "deb: prerm stops the service on remove" grep -q 'deb-systemd-invoke stop gputopo-agent.service' "$x/DEBIAN/prerm"
       check "deb: postrm masks on remove and purges its links" bash -c "grep -q 'deb-systemd-helper mask gputopo-agent.service' '$x/DEBIAN/postrm' && grep -q 'deb-systemd-helper purge gputopo-agent.service' '$x/DEBIAN/postrm'"
       check "deb: the plugin has no RUNPATH (to the build host's libslurmfull.so)" no_runpath "$x"/usr/lib/*/gputopo/select_gputopo_cons_tres.so
