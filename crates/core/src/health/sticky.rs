@@ -11,11 +11,14 @@
 //! The same file keeps the hysteresis of the telemetry signals ([`XidMemory::step_signals`],
 //! policy in `telemetry`), per device and signal, each device's last violation counters
 //! ([`XidMemory::step_counters`]) and the widest PCIe link each device has shown in its slot
-//! ([`XidMemory::step_pcie`]), so one memory serves them all.
+//! ([`XidMemory::step_pcie`]), so one memory serves them all. It also keeps the agent's copy
+//! of the node's GPU state history (`hist`, `super::extra::history`), which publish puts back
+//! into a node record that lost it.
 //!
 //! The state is a small JSON file the agent owns (`StateDir`); [`XidMemory::parse`] rejects
 //! anything malformed, and the agent then starts afresh and says so.
 
+use super::extra::history::{self, Event};
 use super::kernel_xid::Cursor;
 use super::telemetry::{Link, Signal, Telemetry, TelemetryPolicy, Track};
 use super::violation::{self, Counter, Limit};
@@ -68,6 +71,8 @@ pub struct XidMemory {
     pub klog: Option<Cursor>,
     /// Device key → the best PCIe link it has shown ([`XidMemory::step_pcie`]).
     pub pcie: BTreeMap<String, LinkSeen>,
+    /// The node's history as the agent last published it (at most `history::MAX` events).
+    pub hist: Vec<Event>,
 }
 
 /// Most devices and XIDs per device kept (bounds a hostile or runaway file).
@@ -89,6 +94,8 @@ struct Wire {
     klog: Option<Cursor>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pcie: BTreeMap<String, LinkSeen>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    hist: Vec<Event>,
 }
 
 impl XidMemory {
@@ -108,6 +115,7 @@ impl XidMemory {
             || w.counters.len() > MAX_DEVICES
             || w.warm.len() > MAX_DEVICES
             || w.pcie.len() > MAX_DEVICES
+            || w.hist.len() > history::MAX
             || w.counters.values().any(|c| c.len() > Limit::ALL.len())
         {
             return Err("too many entries".into());
@@ -119,6 +127,7 @@ impl XidMemory {
             warm: w.warm,
             klog: w.klog,
             pcie: w.pcie,
+            hist: w.hist,
         })
     }
 
@@ -132,6 +141,7 @@ impl XidMemory {
             warm: self.warm.clone(),
             klog: self.klog.clone(),
             pcie: self.pcie.clone(),
+            hist: self.hist.clone(),
         };
         serde_json::to_string(&w).unwrap_or_else(|_| String::from("{}"))
     }
@@ -336,6 +346,14 @@ mod tests {
         let back = XidMemory::parse(&m.to_json()).unwrap();
         assert_eq!(back, m);
         assert_eq!(back.held("GPU-a"), &[48, 79]);
+        let hist =
+            r#"{"v":1,"gpus":{},"hist":[{"t":7,"i":3,"s":"faulty","src":"agent","r":["xid_79"]}]}"#;
+        assert_eq!(XidMemory::parse(hist).unwrap().to_json(), hist);
+        let many = format!(
+            r#"{{"v":1,"gpus":{{}},"hist":[{}]}}"#,
+            [r#"{"t":1,"i":0,"s":"ok","src":"agent"}"#; 17].join(",")
+        );
+        assert!(XidMemory::parse(&many).is_err(), "more than history::MAX");
         for bad in [
             "",
             "{",
