@@ -21,6 +21,20 @@ const REAL: [&str; 8] = [
 ];
 
 #[test]
+fn a_real_a100_with_a_row_remap_pending_is_degraded() {
+    // From a real nvidia-smi -q excerpt (text form, fake-nvml-from-smi): an A100 after XID 63,
+    // one row marked for remapping at the next reset, 177 correctable DRAM errors. Usable
+    // until the reset, so degraded (used last), not faulty; the row remap is the reason.
+    let n = Node::new("real-remap", "real-a100-remap-pending", "", None);
+    let (rc, gpus) = n.health();
+    assert_eq!(rc, 0);
+    assert_eq!(
+        (gpus[0].1.as_str(), gpus[0].2.clone()),
+        ("degraded", s(&["row_remap_pending"]))
+    );
+}
+
+#[test]
 fn every_gpu_of_every_real_report_is_ok() {
     for f in REAL {
         let n = Node::new(&format!("real-{f}"), f, "", None);
