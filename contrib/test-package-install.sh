@@ -139,6 +139,14 @@ service_check() {
   )
 }
 ok_gpus() { /usr/bin/gputopo nodes n1 2>/dev/null | grep -Ec '^n1 +[0-7] +ok '; }
+# none_left PATH...: true when none exists; names the ones left on fd 9 (check drops the
+# command's own output, so a failure would not say which).
+exec 9>&2
+none_left() {
+  local p left=()
+  for p in "$@"; do [ ! -e "$p" ] || left+=("$p"); done
+  [ ${#left[@]} = 0 ] || { echo "  left behind: ${left[*]}" >&9; ls -laR "${left[@]}" 2>&1 | head -20 >&9; return 1; }
+}
 
 # --- 1. the site's Slurm, stock cons_tres ---------------------------------------------------
 if [ -n "$prefix" ]; then
@@ -323,7 +331,7 @@ if [ "$kind" = deb ]; then
   out=$(pkg dpkg --purge gputopo 2>&1); rc=$?
   check "purge succeeds" test "$rc" = 0
   check "purge reminds that the directory was kept" grep -q "was kept for a slurm.conf" <<<"$out"
-  check "no file of the package is left" test ! -e /usr/bin/gputopo -a ! -e /usr/share/gputopo -a ! -e /usr/share/doc/gputopo -a ! -e /etc/slurm/gputopo.conf -a ! -e /etc/default/gputopo -a ! -e /var/lib/gputopo -a ! -e "$unit"
+  check "no file of the package is left" none_left /usr/bin/gputopo /usr/share/gputopo /usr/share/doc/gputopo /etc/slurm/gputopo.conf /etc/default/gputopo /var/lib/gputopo "$unit"
   check "purge removed the service's links and mask" test ! -e /etc/systemd/system/multi-user.target.wants/gputopo-agent.service -a ! -e /etc/systemd/system/gputopo-agent.service
 else
   # slurm.conf back to the stock plugin and PluginDir, daemons restarted, then rpm -e.
@@ -332,7 +340,7 @@ else
   echo "$out" | grep 'gputopo:' | sed "s/^/  [remove] /"
   check "rpm -e succeeds once slurm.conf no longer uses gputopo" test "$rc" = 0
   check "the plugin directory is gone" test ! -e "$pdir"
-  check "no file of the package is left" test ! -e /usr/bin/gputopo -a ! -e /usr/share/gputopo -a ! -e "$(dirname "$pdir")" -a ! -e /var/lib/gputopo/stock-dir -a ! -e /usr/libexec/gputopo -a ! -e "$unit"
+  check "no file of the package is left" none_left /usr/bin/gputopo /usr/share/gputopo "$(dirname "$pdir")" /var/lib/gputopo/stock-dir /usr/libexec/gputopo "$unit"
   # rpm has no purge: the agent's own state (remembered XIDs, history) stays, as a database's
   # data does; nothing else of the package's is in /var/lib/gputopo.
   check "only the agent's state stays in /var/lib/gputopo" test -z "$(find /var/lib/gputopo -mindepth 1 ! -name 'xid-*.json' 2>/dev/null)"
