@@ -228,7 +228,9 @@ settings "SLURM_CONF=$conf"
 out=$(service_check 2>&1); rc=$?
 echo "$out" | grep 'serve' | sed "s/^/  [service] /"
 check "the service's command publishes the node's GPU health (one check)" test "$rc" = 0 -a "$(ok_gpus)" = 8
-check "it keeps its state in the unit's StateDirectory (/var/lib/gputopo)" test -f /var/lib/gputopo/xid-n1.json
+# (The unit's StateDirectory= is the agent's default StateDir; this cluster's gputopo.conf
+# names one of its own, cluster.sh.)
+check "it keeps its state where gputopo.conf's StateDir says" test -f "$dir/agent-state/xid-n1.json"
 # What a Slurm package update triggers (deb: dpkg trigger; rpm: %transfiletriggerin runs the
 # same maint.sh refresh): a missing link comes back, a select_gputopo.so of gputopo < 0.2 goes.
 rm -f "$pdir/sched_backfill.so"

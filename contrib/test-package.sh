@@ -84,6 +84,7 @@ for k in $kinds; do
       dpkg-deb -R "$p" "$x"
       unit=$x/lib/systemd/system/gputopo-agent.service
       check "deb: the service runs the packaged agent (gputopo serve)" grep -qx 'ExecStart=/usr/bin/gputopo serve .*' "$unit"
+      check "deb: its StateDirectory is the agent's default StateDir (/var/lib/gputopo)" grep -qx 'StateDirectory=gputopo' "$unit"
       check "deb: the service reads /etc/default/gputopo" grep -qx 'EnvironmentFile=-/etc/default/gputopo' "$unit"
       # dh_installsystemd's defaults: enabled on first install, an administrator's disable kept
       # (was-enabled), started through deb-systemd-invoke (which honours policy-rc.d and a
@@ -133,6 +134,7 @@ for k in $kinds; do
       rpm2archive - < "$p" | tar -xzf - -C "$x"
       unit=$x/usr/lib/systemd/system/gputopo-agent.service
       check "rpm: the service runs the packaged agent (gputopo serve)" grep -qx 'ExecStart=/usr/bin/gputopo serve .*' "$unit"
+      check "rpm: its StateDirectory is the agent's default StateDir (/var/lib/gputopo)" grep -qx 'StateDirectory=gputopo' "$unit"
       check "rpm: the service reads /etc/sysconfig/gputopo" grep -qx 'EnvironmentFile=-/etc/sysconfig/gputopo' "$unit"
       check "rpm: the plugin has no RUNPATH (to the build host's libslurmfull.so)" no_runpath "$x/usr/lib64/gputopo/select_gputopo_cons_tres.so"
       check "rpm: nothing in it names the build's Slurm prefix (docs aside)" bash -c "! grep -rlIF '$cache/slurm-' '$x' --exclude-dir=doc" ;;
