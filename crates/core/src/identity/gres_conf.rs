@@ -3,12 +3,13 @@
 
 use super::Record;
 use crate::keyvalue::LineError;
-use crate::topology::gres_conf_lines::node_lines;
+use crate::topology::gres_conf_lines::{Devices, node_lines};
 
 /// A node's GPU lines of gres.conf.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NodeGres {
-    /// One record per GPU, in gres.conf order (`File=` ranges expanded, `Count=` split).
+    /// One record per GPU, in gres.conf order (`File=` ranges expanded, `Count=` split; a
+    /// `MultipleFiles=` line is one GPU whose file is the comma list, as Slurm keeps it).
     pub gpus: Vec<Record>,
     /// The `AutoDetect=` value that applies to the node (a line naming it wins over a global
     /// one), lower case.
@@ -46,14 +47,20 @@ pub fn read(text: &str, node: &str) -> Result<NodeGres, LineError> {
             type_name: g.get("Type").map(str::to_string),
             links: g.get("Links").map(str::to_string),
         };
-        match g.files()? {
-            Some(files) => {
+        match g.devices()? {
+            Devices::Files(files) => {
                 if gpus.len() + files.len() > MAX_RECORDS {
                     return Err(LineError::new(g.line, "File", "too many GPUs"));
                 }
                 gpus.extend(files.into_iter().map(|f| one(Some(f))));
             }
-            None => {
+            Devices::Multiple(files) => {
+                if gpus.len() >= MAX_RECORDS {
+                    return Err(LineError::new(g.line, "MultipleFiles", "too many GPUs"));
+                }
+                gpus.push(one(Some(files.join(","))));
+            }
+            Devices::Count => {
                 let count: usize = g
                     .get("Count")
                     .unwrap_or("1")

@@ -26,7 +26,9 @@ pub use events::Event;
 pub use judge::{GpuWrite, Placement, Verdict, judge};
 pub use plan::{Start, candidate, filter_rule, start};
 pub use shares::SharedWrite;
-pub use snapshot::{GpuNeed, Gpus, JobFacts, Modelled, NodeState, Snapshot};
+pub use snapshot::{
+    GpuNeed, Gpus, JobFacts, Modelled, NodeSharing, NodeState, ShareNeed, Snapshot,
+};
 
 use super::key_memo::KeyMemos;
 use super::tries::{Answer, Tries};

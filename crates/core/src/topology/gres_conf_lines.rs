@@ -36,6 +36,40 @@ impl<'a> GpuLine<'a> {
             .map(|f| expand_hostlist(f).map_err(|m| LineError::new(self.line, "File", m)))
             .transpose()
     }
+
+    /// The GPUs the line names, as slurmd counts them: `File=` is one GPU per file,
+    /// `MultipleFiles=` one GPU over all its files, neither is `Count=` GPUs without a file.
+    ///
+    /// # Errors
+    /// A [`LineError`] for a malformed list, or for `File=` and `MultipleFiles=` on one line
+    /// (slurmd refuses it).
+    pub fn devices(&self) -> Result<Devices, LineError> {
+        match (self.files()?, self.get("MultipleFiles")) {
+            (Some(_), Some(_)) => Err(LineError::new(
+                self.line,
+                "MultipleFiles",
+                "File= and MultipleFiles= exclude each other (slurmd refuses the line)",
+            )),
+            (Some(files), None) => Ok(Devices::Files(files)),
+            (None, Some(m)) => expand_hostlist(m)
+                .map(Devices::Multiple)
+                .map_err(|e| LineError::new(self.line, "MultipleFiles", e)),
+            (None, None) => Ok(Devices::Count),
+        }
+    }
+}
+
+/// The GPUs one `Name=gpu` line names ([`GpuLine::devices`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Devices {
+    /// `File=`: one GPU per device file, in order.
+    Files(Vec<String>),
+    /// `MultipleFiles=`: one GPU over several device files. A MIG instance written by hand is
+    /// its parent's file and the capability files of its GPU and compute instance; Slurm keeps
+    /// the list as the record's file and sorts by it like any `File=`.
+    Multiple(Vec<String>),
+    /// Neither: the line's `Count=` GPUs (default 1), without device files.
+    Count,
 }
 
 /// What gres.conf says about one node's GPUs.
@@ -216,5 +250,29 @@ mod tests {
         assert_eq!(one.unwrap().node_name.as_deref(), Some("a"));
         let e = node_lines("NodeName=n[1- AutoDetect=off\n", Some("n1")).unwrap_err();
         assert_eq!(e.field, "NodeName");
+    }
+
+    #[test]
+    fn devices_a_line_names() {
+        let text = "Name=gpu File=/dev/nvidia[0-1]\n\
+                    Name=gpu MultipleFiles=/dev/nvidia2,/dev/nvidia-caps/nvidia-cap[21-22]\n\
+                    Name=gpu Count=2\n\
+                    Name=gpu File=/dev/nvidia3 MultipleFiles=/dev/nvidia4\n";
+        let lines = node_lines(text, Some("n1")).unwrap();
+        let d: Vec<_> = lines.gpus.iter().map(GpuLine::devices).collect();
+        let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            d[0],
+            Ok(Devices::Files(v(&["/dev/nvidia0", "/dev/nvidia1"])))
+        );
+        let caps = [
+            "/dev/nvidia2",
+            "/dev/nvidia-caps/nvidia-cap21",
+            "/dev/nvidia-caps/nvidia-cap22",
+        ];
+        assert_eq!(d[1], Ok(Devices::Multiple(v(&caps))));
+        assert_eq!(d[2], Ok(Devices::Count));
+        let e = d[3].clone().unwrap_err();
+        assert_eq!((e.line, e.field.as_str()), (4, "MultipleFiles"));
     }
 }
