@@ -20,6 +20,9 @@ pkgs=(
   clang libclang-dev libmunge-dev libmariadb-dev build-essential dpkg-dev curl
   # Tools the scripts use.
   procps psmisc util-linux iproute2
+  # Slurm's own testsuite (contrib/slurm-testsuite.sh): its expect tests, and python3-venv for
+  # the pytest environment of its python tests.
+  expect python3-venv
 )
 
 if [ "$(id -u)" != 0 ]; then

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# The parity gate: Slurm's own testsuite, stock against gputopo, on harness clusters. Run as root.
+#
+#   contrib/slurm-testsuite.sh RELEASE SELECT PRIORITY [--tag ci] [--only REGEX]
+#                              [--sides stock,gputopo] [--list FILE] [--work DIR] [--timeout S]
+#
+# RELEASE   22.05.8, 24.11.5 or another release with a cached tree and install
+# SELECT    gputopo | cons_tres      the select plugin of the gputopo side
+# PRIORITY  gputopo | multifactor    the priority plugin of the gputopo side
+# The stock side always runs select/cons_tres with priority/multifactor.
+#
+# It runs every test of contrib/slurm-testsuite/list (--tag: only lines with that tag; --only:
+# only tests whose name matches REGEX) from the exact Slurm tree of RELEASE
+# (slurm-headers/fetch-slurm.sh), once per side, and prints a table: test, stock result, gputopo
+# result, seconds, note. It exits non-zero when a test passes with stock and does not pass with
+# gputopo. The list file says why a test cannot run here or fails with stock too.
+#
+# Each side runs in its own PID, mount and network namespace (contrib/slurm-testsuite/inner.sh
+# says why): the ATF's process scans and kills see only that side's daemons, its database
+# teardown reaches only that side's MariaDB, and nothing it starts outlives the side. Before the
+# first side the script checks that isolation (a process outside survives a kill inside).
+#
+# Patches: none to any test. The testsuite is copied to WORK (default /tmp/gputopo-ts-RELEASE)
+# so the tests' scratch files stay out of the shared tree; the ATF gets the gate's pytest plugin
+# (contrib/slurm-testsuite/gate_atf.py) and expect a globals.local naming an scontrol wrapper,
+# both of which only show gputopo's plugins under the stock names the tests require.
+#
+# Needs: expect (contrib/install-deps.sh), python3 with venv; pytest, pexpect and requests are
+# installed with pip (as configured on the machine) into ${GPUTOPO_CACHE:-/var/cache/gputopo}/atf-venv.
+# Environment: GPUTOPO_PLUGIN_SO (else contrib/build-plugin.sh RELEASE), GPUTOPO_BIN (else
+# target/release/gputopo, built when missing).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+die() { echo "slurm-testsuite.sh: $*" >&2; exit 2; }
+
+[ $# -ge 3 ] || die "usage: slurm-testsuite.sh RELEASE SELECT PRIORITY [options] (see the header)"
+release=$1 select=$2 priority=$3; shift 3
+tag= only= sides=stock,gputopo list=$here/slurm-testsuite/list work= timeout=900
+while [ $# -gt 0 ]; do
+  case $1 in
+    --tag) tag=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    --sides) sides=$2; shift 2 ;;
+    --list) list=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    --timeout) timeout=$2; shift 2 ;;
+    *) die "unknown argument $1" ;;
+  esac
+done
+case $select in gputopo|cons_tres) ;; *) die "SELECT must be gputopo or cons_tres" ;; esac
+case $priority in gputopo|multifactor) ;; *) die "PRIORITY must be gputopo or multifactor" ;; esac
+[ "$(id -u)" = 0 ] || die "run as root (namespaces, Slurm daemons, device nodes)"
+work=$(realpath -m "${work:-/tmp/gputopo-ts-$release}")
+
+# --- what it needs ---------------------------------------------------------------------------
+command -v expect >/dev/null || die "expect is missing (contrib/install-deps.sh)"
+command -v unshare >/dev/null || die "unshare is missing (util-linux)"
+src=$("$repo/slurm-headers/fetch-slurm.sh" "$release")
+venv=${GPUTOPO_CACHE:-/var/cache/gputopo}/atf-venv
+if [ ! -f "$venv/.ready" ]; then
+  mkdir -p "${venv%/*}"
+  exec 8>"$venv.lock"; flock 8
+  if [ ! -f "$venv/.ready" ]; then
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv" || die "python3 -m venv failed (apt-get install python3-venv)"
+    "$venv/bin/pip" install -q pytest pexpect requests || die "pip install pytest pexpect requests failed"
+    touch "$venv/.ready"
+  fi
+  exec 8>&-
+fi
+if [[ $sides == *gputopo* ]] && { [ "$select" = gputopo ] || [ "$priority" = gputopo ]; }; then
+  if [ -z "${GPUTOPO_PLUGIN_SO:-}" ]; then
+    GPUTOPO_PLUGIN_SO=$("$repo/contrib/build-plugin.sh" "$release" | tail -n 1) || die "contrib/build-plugin.sh $release failed"
+  fi
+  export GPUTOPO_PLUGIN_SO
+fi
+if [ -z "${GPUTOPO_BIN:-}" ]; then
+  t=${CARGO_TARGET_DIR:-$repo/target}; case $t in /*) ;; *) t=$repo/$t ;; esac
+  [ -x "$t/release/gputopo" ] || (cd "$repo" && cargo build -q --release -p gputopo-agent --bin gputopo) >&2
+  GPUTOPO_BIN=$t/release/gputopo
+fi
+export GPUTOPO_BIN
+
+# --- the tests of this run -------------------------------------------------------------------
+mkdir -p "$work"
+rm -rf "$work/testsuite"
+cp -a "$src/testsuite" "$work/testsuite"
+case $release in 22.05.8) prefix=/usr ;; *) prefix=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$release ;; esac
+cat > "$work/testsuite/testsuite.conf" <<EOC
+SlurmSourceDir=$src
+SlurmBuildDir=$src
+SlurmInstallDir=$prefix
+SlurmConfigDir=$work/etc
+EOC
+# SUITE TEST PROFILE of the selected tests present in this release's tree, in list order.
+tests=$work/tests
+: > "$tests"
+declare -A note
+while read -r suite t prof tags rest; do
+  case $suite in ''|'#'*) continue ;; esac
+  [ -z "$tag" ] || [[ ",$tags," == *",$tag,"* ]] || continue
+  [ -z "$only" ] || [[ $t =~ $only ]] || continue
+  case $suite in
+    expect) [ -f "$work/testsuite/expect/$t" ] || continue ;;
+    local|auto) [ -f "$work/testsuite/python/tests/$t.py" ] || continue ;;
+    *) die "list: unknown suite '$suite'" ;;
+  esac
+  echo "$suite $t $prof" >> "$tests"
+  note["$suite $t"]=$(sed -n 's/^ *# *//p' <<<"$rest")
+done < "$list"
+[ -s "$tests" ] || die "no test of $list selected for $release"
+echo "slurm-testsuite.sh: $(wc -l < "$tests") tests of Slurm $release, sides $sides, work $work" >&2
+
+# --- isolation check -------------------------------------------------------------------------
+# A process outside the namespace must survive what the ATF does inside: a kill of everything
+# it can see by name, and a /proc scan for it by executable.
+"$repo/contrib/cluster.sh" munge # started outside: a munged started inside would die with it
+marker=gate-isolation-$$
+bash -c "exec -a $marker sleep 120" &
+outside=$!
+M=$marker unshare --pid --fork --mount-proc --mount --net bash -c '
+  pkill -f "$M"; for p in /proc/[0-9]*; do grep -qaF "$M" "$p/cmdline" 2>/dev/null && exit 1; done
+  ip link set lo up; ss -Hltn | grep -q . && exit 2; exit 0' ||
+  { kill "$outside"; die "isolation check failed: the namespace sees processes or ports of the host"; }
+sleep 0.2
+kill -0 "$outside" 2>/dev/null || die "isolation check failed: a pkill inside the namespace killed a process outside"
+kill "$outside"; wait "$outside" 2>/dev/null || true
+
+# --- the sides -------------------------------------------------------------------------------
+declare -A res secs detail
+for s in ${sides//,/ }; do
+  case $s in
+    stock) ssel=cons_tres sprio=multifactor ;;
+    gputopo) ssel=$select sprio=$priority ;;
+    *) die "--sides: stock and/or gputopo" ;;
+  esac
+  sdir=$work/$s
+  rm -rf "$sdir"; mkdir -p "$sdir"
+  t0=$(date +%s)
+  GATE_RELEASE=$release GATE_SIDE_SELECT=$ssel GATE_SIDE_PRIORITY=$sprio GATE_WORK=$work \
+    GATE_VENV=$venv GATE_TIMEOUT=$timeout \
+    unshare --pid --fork --mount-proc --mount --net \
+    "$here/slurm-testsuite/inner.sh" "$sdir" "$tests" "$sdir/results" || true
+  echo "slurm-testsuite.sh: side $s ($ssel, $sprio) took $(($(date +%s) - t0)) s" >&2
+  while read -r suite t r sec d; do
+    res["$s $suite $t"]=$r secs["$s $suite $t"]=$sec detail["$s $suite $t"]=$d
+  done < "$sdir/results"
+done
+
+# --- the table -------------------------------------------------------------------------------
+bad=0
+printf '%-7s %-58s %-6s %-6s %5s %5s  %s\n' suite test stock gputopo s-sec g-sec note
+while read -r suite t prof; do
+  k="$suite $t"
+  st=${res["stock $k"]:--} gt=${res["gputopo $k"]:--}
+  flag=
+  if [ "$st" = pass ] && [[ $sides == *gputopo* ]] && [ "$gt" != pass ]; then flag='  <-- REGRESSION'; bad=1; fi
+  n=${note[$k]:-}
+  [ -n "$n" ] || { [ "$st" != pass ] && n=${detail["stock $k"]:-}; } || true
+  [ -n "$n" ] || { [ "$gt" != pass ] && n=${detail["gputopo $k"]:-}; } || true
+  printf '%-7s %-58s %-6s %-6s %5s %5s  %s%s\n' "$suite" "$t" "$st" "$gt" \
+    "${secs["stock $k"]:--}" "${secs["gputopo $k"]:--}" "${n//_/ }" "$flag"
+done < "$tests"
+for s in ${sides//,/ }; do
+  echo "$s: $(awk '{ n[$3]++ } END { printf "%d pass, %d fail, %d skip", n["pass"], n["fail"], n["skip"] }' "$work/$s/results") (logs: $work/$s/logs)"
+done
+[ "$bad" = 0 ] || echo "slurm-testsuite.sh: a test that passes with stock does not pass with gputopo" >&2
+exit "$bad"

@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# One side (stock or gputopo) of the parity gate, run by contrib/slurm-testsuite.sh inside its
+# own PID, mount and network namespace; not meant to be called by hand.
+#
+#   inner.sh SIDE_DIR TESTS RESULTS
+#
+# TESTS: lines "SUITE TEST PROFILE" in run order. For each profile in order of first appearance
+# it brings up the profile's harness cluster (contrib/cluster.sh, contrib/slurmdbd.sh), runs that
+# profile's tests one after the other and tears the cluster down; profile "auto" instead gives
+# the ATF a base configuration and a private MariaDB and lets it start its own daemons. Each
+# test's result goes to RESULTS as "SUITE TEST RESULT SECONDS DETAIL" (RESULT: pass, fail, skip).
+#
+# Environment (from slurm-testsuite.sh): GATE_RELEASE, GATE_SIDE_SELECT (gputopo|cons_tres),
+# GATE_SIDE_PRIORITY (gputopo|multifactor), GATE_WORK (the copied testsuite's parent),
+# GATE_VENV, GPUTOPO_PLUGIN_SO, GPUTOPO_BIN, GATE_TIMEOUT (seconds per test).
+#
+# Why a namespace: in --auto-config mode the ATF finds daemons by scanning /proc for the release's
+# slurmctld/slurmd binaries (then stops, kills or gdb-attaches them) and its module teardown drops
+# the accounting database its MySQL client reaches. Here it sees only this side's processes, reaches
+# only this side's MariaDB (network namespace; /run/mysqld masked), and everything it started dies
+# with the namespace.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+side_dir=$1 tests=$2 results=$3
+: > "$results"
+ts=$GATE_WORK/testsuite
+# shellcheck source=contrib/slurm-testsuite/profiles.sh
+. "$here/profiles.sh"
+
+log() { echo "inner: $*" >&2; }
+
+# --- the namespace ---------------------------------------------------------------------------
+ip link set lo up
+# glibc's getaddrinfo(AI_ADDRCONFIG), which Slurm listens and connects with, answers nothing for
+# IPv4 while only loopback has an address: a veth pair with both ends in here gives it one.
+ip link add gate0 type veth peer name gate1 && ip addr add 10.254.0.1/24 dev gate0 &&
+  ip link set gate0 up && ip link set gate1 up || { echo "inner: no veth pair in the namespace" >&2; exit 1; }
+# The host's MariaDB socket (a client given no host connects there) is out of reach.
+for d in /run/mysqld /var/run/mysqld; do [ -d "$d" ] && mount -t tmpfs tmpfs "$d"; done
+
+case $GATE_RELEASE in
+  22.05.8) prefix=/usr stock_plugins=/usr/lib/x86_64-linux-gnu/slurm-wlm ;;
+  *) prefix=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$GATE_RELEASE stock_plugins=$prefix/lib/slurm ;;
+esac
+export PATH=$side_dir/bin:$prefix/bin:$prefix/sbin:$PATH
+export SLURM_TESTSUITE_CONF=$ts/testsuite.conf
+export GATE_SELECT= GATE_PRIORITY=
+[ "$GATE_SIDE_SELECT" = gputopo ] && GATE_SELECT=select/gputopo_cons_tres
+[ "$GATE_SIDE_PRIORITY" = gputopo ] && GATE_PRIORITY=priority/gputopo
+
+# Expect's globals read `scontrol show config` for every configuration check (check_config_select,
+# get_config_param): globals.local points it at a wrapper that reports gputopo's plugins under
+# the stock names they replace (the expect counterpart of gate_atf.py; no test is edited).
+mkdir -p "$side_dir/bin" "$side_dir/logs" "$side_dir/pytest"
+cat > "$side_dir/bin/gate-scontrol" <<EOS
+#!/usr/bin/env bash
+# scontrol, with gputopo's plugins shown under the stock names in \`show config\` (parity gate).
+case " \$* " in
+  *" show config "*|*" show conf "*|*" show configuration "*)
+    "$prefix/bin/scontrol" "\$@" | sed -e 's|^\(SelectType *= *select/\)gputopo_cons_tres\$|\1cons_tres|' \\
+      -e 's|^\(PriorityType *= *priority/\)gputopo\$|\1multifactor|'
+    exit "\${PIPESTATUS[0]}" ;;
+esac
+exec "$prefix/bin/scontrol" "\$@"
+EOS
+chmod 755 "$side_dir/bin/gate-scontrol"
+cat > "$side_dir/globals.local" <<EOG
+set scontrol "$side_dir/bin/gate-scontrol"
+EOG
+export SLURM_LOCAL_GLOBALS_FILE=$side_dir/globals.local
+
+# --- running one test ------------------------------------------------------------------------
+record() { printf '%s %s %s %s %s\n' "$1" "$2" "$3" "$4" "${5:--}" >> "$results"; }
+
+run_expect() { # TEST
+  local t=$1 t0 rc res detail out=$side_dir/logs/$1.log
+  t0=$(date +%s)
+  (cd "$ts/expect" && timeout -k 10 "$GATE_TIMEOUT" expect "./$t") > "$out" 2>&1
+  rc=$?
+  case $rc in
+    0) res=pass ;;
+    255) res=skip ;;
+    124|137) res=fail detail=timeout ;;
+    *) res=fail ;;
+  esac
+  if [ -z "${detail:-}" ]; then
+    # The reason skip or fail logged: "[time] Level  message (skip@globals:N,...)".
+    detail=$(grep -m1 -E '\((skip|fail)@globals' "$out" | sed -E 's/^\[[^]]*\] *[A-Za-z]+ +//; s/ \((skip|fail)@globals.*$//' | cut -c1-150)
+  fi
+  record expect "$t" "$res" $(($(date +%s) - t0)) "${detail// /_}"
+}
+
+run_python() { # MODE(local|auto) TEST
+  local mode=$1 t=$2 t0 rc res xml safe out
+  safe=${t//\//_}
+  out=$side_dir/logs/$mode-$safe.log xml=$side_dir/logs/$mode-$safe.xml
+  t0=$(date +%s)
+  rm -rf "$side_dir/pytest/$safe"
+  (cd "$ts/python" && PYTHONPATH=$here:$ts/python/lib timeout -k 10 "$GATE_TIMEOUT" \
+    "$GATE_VENV/bin/python" -m pytest -s -v -rA -p no:cacheprovider --disable-warnings \
+    -p gate_atf --basetemp "$side_dir/pytest/$safe" --junitxml "$xml" "--$mode-config" \
+    "tests/$t.py") > "$out" 2>&1
+  rc=$?
+  # RESULT DETAIL from the junit report: pass when a case passed and none failed.
+  read -r res detail < <("$GATE_VENV/bin/python" - "$xml" "$rc" <<'EOP'
+import sys, xml.etree.ElementTree as ET
+path, rc = sys.argv[1], int(sys.argv[2])
+try:
+    cases = list(ET.parse(path).getroot().iter("testcase"))
+except Exception:
+    print("fail", f"no_report_rc={rc}" if rc not in (124, 137) else "timeout"); sys.exit()
+p = f = s = 0
+why = ""
+for c in cases:
+    if c.find("failure") is not None or c.find("error") is not None:
+        f += 1
+        why = why or (c.get("name") or "")
+    elif c.find("skipped") is not None:
+        s += 1
+        why = why or (c.find("skipped").get("message") or "")[:150]
+    else:
+        p += 1
+res = "fail" if f or rc in (124, 137) or not cases else ("pass" if p else "skip")
+print(res, f"{p}p/{f}f/{s}s:{why}".replace(" ", "_"))
+EOP
+)
+  record "$mode" "$t" "$res" $(($(date +%s) - t0)) "$detail"
+}
+
+# --- clusters --------------------------------------------------------------------------------
+cluster_up() { # PROFILE DIR
+  local p=$1 dir=$2 extra=$2.extra gres=$2.gres lines
+  profile "$p" || return 1
+  printf '%s\n' "$P_GRES" > "$gres"
+  printf '%s\n' "$P_EXTRA" > "$extra"
+  if [ "$P_DBD" = 1 ]; then
+    lines=$("$repo/contrib/slurmdbd.sh" up --release "$GATE_RELEASE" --dir "$dir" --cluster gate) || return 1
+    printf '%s\n' "$lines" >> "$extra"
+  fi
+  "$repo/contrib/cluster.sh" up --release "$GATE_RELEASE" --nodes "$P_NODES" --topology dgx1v \
+    --select "$GATE_SIDE_SELECT" --priority "$GATE_SIDE_PRIORITY" --dir "$dir" \
+    --gres-conf "$gres" --node-gres "$P_NODE_GRES" --extra-conf "$extra" > /dev/null
+}
+
+cluster_down() { # DIR
+  "$repo/contrib/cluster.sh" down --dir "$1" > /dev/null 2>&1
+  "$repo/contrib/slurmdbd.sh" down --dir "$1" > /dev/null 2>&1
+}
+
+# The base configuration --auto-config starts from (the ATF adds nodes node1.. after node0,
+# gres.conf, accounting, ... as each test declares): the harness's daemons, paths and plugin
+# directory, fixed ports (this namespace has its own network).
+auto_up() { # DIR
+  local d=$1 plugindir=$stock_plugins db_port=3306
+  rm -rf "$d"; mkdir -p "$d/etc" "$d/state" "$d/spool" "$d/log" "$d/run" "$d/db"
+  if [ "$GATE_SIDE_SELECT" = gputopo ] || [ "$GATE_SIDE_PRIORITY" = gputopo ]; then
+    plugindir=$d/plugins
+    local with=(); [ "$GATE_SIDE_PRIORITY" = gputopo ] && with=(--with-priority)
+    "$repo/contrib/install-plugin.sh" "$GPUTOPO_PLUGIN_SO" "$plugindir" --release "$GATE_RELEASE" "${with[@]}" >&2 || return 1
+    if [ "$GATE_SIDE_SELECT" = cons_tres ]; then
+      # priority/gputopo beside the stock select plugin, as contrib/cluster.sh does it.
+      rm -f "$plugindir/priority_gputopo.so"
+      mv "$plugindir/select_gputopo_cons_tres.so" "$plugindir/priority_gputopo.so"
+      ln -s "$stock_plugins/select_cons_tres.so" "$plugindir/select_cons_tres.so"
+    fi
+  fi
+  local sel=cons_tres; [ "$GATE_SIDE_SELECT" = gputopo ] && sel=gputopo_cons_tres
+  cat > "$d/etc/slurm.conf" <<EOC
+ClusterName=gate
+SlurmctldHost=$(hostname -s)(127.0.0.1)
+SlurmctldPort=6817
+SlurmdPort=6818
+AuthType=auth/munge
+CredType=cred/munge
+SlurmUser=root
+SlurmdUser=root
+PluginDir=$plugindir
+StateSaveLocation=$d/state
+SlurmdSpoolDir=$d/spool/%n
+SlurmctldPidFile=$d/run/slurmctld.pid
+SlurmdPidFile=$d/run/slurmd-%n.pid
+SlurmctldLogFile=$d/log/slurmctld.log
+SlurmdLogFile=$d/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+AccountingStorageHost=localhost
+AccountingStoragePort=6819
+JobCompType=jobcomp/none
+MpiDefault=none
+SchedulerType=sched/backfill
+SelectType=select/$sel
+SelectTypeParameters=CR_Core
+PriorityType=priority/$GATE_SIDE_PRIORITY
+ReturnToService=2
+SlurmdParameters=config_overrides
+KillWait=2
+NodeName=node0 NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 Port=6820 CPUs=4 RealMemory=4000 State=UNKNOWN
+PartitionName=primary Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+EOC
+  cat > "$d/etc/slurmdbd.conf" <<EOC
+AuthType=auth/munge
+DbdHost=localhost
+DbdPort=6819
+SlurmUser=root
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=$db_port
+StorageUser=root
+StorageLoc=slurm_acct_db
+LogFile=$d/log/slurmdbd.log
+PidFile=$d/run/slurmdbd.pid
+DebugLevel=info
+EOC
+  chmod 600 "$d/etc/slurmdbd.conf"
+  mariadb-install-db --user=root --datadir="$d/db" --skip-test-db > "$d/log/mariadb-install.log" 2>&1 || return 1
+  mariadbd --user=root --datadir="$d/db" --socket="$d/run/mysql.sock" --port=$db_port \
+    --bind-address=127.0.0.1 --skip-grant-tables --pid-file="$d/run/mariadb.pid" \
+    --log-error="$d/log/mariadb.log" > /dev/null 2>&1 &
+  local i; for i in $(seq 100); do [ -S "$d/run/mysql.sock" ] && break; sleep 0.2; done
+  [ -S "$d/run/mysql.sock" ]
+}
+
+# --- main ------------------------------------------------------------------------------------
+mapfile -t profiles < <(awk '!seen[$3]++ { print $3 }' "$tests")
+for p in "${profiles[@]}"; do
+  dir=$side_dir/$p
+  if [ "$p" = auto ]; then
+    if ! auto_up "$dir"; then
+      log "profile auto: base configuration or MariaDB failed (see $dir/log)"
+      awk -v p="$p" '$3 == p { print $1, $2, "fail", 0, "profile_setup_failed" }' "$tests" >> "$results"
+      continue
+    fi
+    export SLURM_CONF=$dir/etc/slurm.conf
+  else
+    if ! cluster_up "$p" "$dir" 2> "$dir.up.log"; then
+      log "profile $p: cluster did not come up (see $dir.up.log)"
+      awk -v p="$p" '$3 == p { print $1, $2, "fail", 0, "profile_setup_failed" }' "$tests" >> "$results"
+      cluster_down "$dir"
+      continue
+    fi
+    export SLURM_CONF=$dir/etc/slurm.conf
+  fi
+  while read -r suite t prof; do
+    [ "$prof" = "$p" ] || continue
+    log "$p: $suite $t"
+    case $suite in
+      expect) run_expect "$t" ;;
+      local|auto) run_python "$suite" "$t" ;;
+    esac
+    tail -n 1 "$results" >&2
+  done < "$tests"
+  [ "$p" = auto ] || cluster_down "$dir"
+done
