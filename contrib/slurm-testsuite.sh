@@ -26,7 +26,8 @@
 # both of which only show gputopo's plugins under the stock names the tests require.
 #
 # Needs: expect (contrib/install-deps.sh), python3 with venv; pytest, pexpect and requests are
-# installed with pip (as configured on the machine) into ${GPUTOPO_CACHE:-/var/cache/gputopo}/atf-venv.
+# installed with pip (as configured on the machine) into a venv under ${GPUTOPO_CACHE:-/var/cache/gputopo}
+# (one per pytest generation: atf-venv-pytest7.1 for 22.05, atf-venv-pytest8 for later releases).
 # Environment: GPUTOPO_PLUGIN_SO (else contrib/build-plugin.sh RELEASE), GPUTOPO_BIN (else
 # target/release/gputopo, built when missing).
 set -euo pipefail
@@ -58,14 +59,20 @@ work=$(realpath -m "${work:-/tmp/gputopo-ts-$release}")
 command -v expect >/dev/null || die "expect is missing (contrib/install-deps.sh)"
 command -v unshare >/dev/null || die "unshare is missing (util-linux)"
 src=$("$repo/slurm-headers/fetch-slurm.sh" "$release")
-venv=${GPUTOPO_CACHE:-/var/cache/gputopo}/atf-venv
+# pytest as of the release: 22.05's conftest.py imports py.io and reads config.invocation_dir,
+# both gone from later pytest.
+case $release in
+  22.05.*) venv_pkgs=("pytest>=7.1,<7.2" py pexpect requests) venv_name=atf-venv-pytest7.1 ;;
+  *) venv_pkgs=("pytest>=8" pexpect requests) venv_name=atf-venv-pytest8 ;;
+esac
+venv=${GPUTOPO_CACHE:-/var/cache/gputopo}/$venv_name
 if [ ! -f "$venv/.ready" ]; then
   mkdir -p "${venv%/*}"
   exec 8>"$venv.lock"; flock 8
   if [ ! -f "$venv/.ready" ]; then
     rm -rf "$venv"
     /usr/bin/python3 -m venv "$venv" || die "python3 -m venv failed (apt-get install python3-venv)"
-    "$venv/bin/pip" install -q pytest pexpect requests || die "pip install pytest pexpect requests failed"
+    "$venv/bin/pip" install -q "${venv_pkgs[@]}" || die "pip install ${venv_pkgs[*]} failed"
     touch "$venv/.ready"
   fi
   exec 8>&-

@@ -77,7 +77,7 @@ record() { printf '%s %s %s %s %s\n' "$1" "$2" "$3" "$4" "${5:--}" >> "$results"
 run_expect() { # TEST
   local t=$1 t0 rc res detail out=$side_dir/logs/$1.log
   t0=$(date +%s)
-  (cd "$ts/expect" && timeout -k 10 "$GATE_TIMEOUT" expect "./$t") > "$out" 2>&1
+  (cd "$ts/expect" && timeout -k 10 "$GATE_TIMEOUT" expect "./$t") < /dev/null > "$out" 2>&1
   rc=$?
   case $rc in
     0) res=pass ;;
@@ -90,6 +90,31 @@ run_expect() { # TEST
     detail=$(grep -m1 -E '\((skip|fail)@globals' "$out" | sed -E 's/^\[[^]]*\] *[A-Za-z]+ +//; s/ \((skip|fail)@globals.*$//' | cut -c1-150)
   fi
   record expect "$t" "$res" $(($(date +%s) - t0)) "${detail// /_}"
+  # GATE_SETTLE_LOG (a measurement, not part of the gate): how long the nodes took to be idle
+  # after the test: "TEST first=STATES planned_ms=MS idle_ms=MS".
+  if [ -n "${GATE_SETTLE_LOG:-}" ]; then
+    settle 30
+    echo "$t first=$SETTLE_FIRST planned_ms=${SETTLE_PLANNED_MS:-timeout} idle_ms=${SETTLE_IDLE_MS:-timeout}" >> "$GATE_SETTLE_LOG"
+  fi
+}
+
+# Waits (sampling every 0.1 s, at most MAX_S seconds) until every node is idle: no job, no
+# completing job, no PLANNED flag. Sets SETTLE_FIRST (the states at the first sample),
+# SETTLE_PLANNED_MS (until no node showed PLANNED) and SETTLE_IDLE_MS (until all were idle; empty
+# when they were not by MAX_S).
+settle() { # MAX_S
+  local t0 now states i
+  SETTLE_FIRST= SETTLE_PLANNED_MS= SETTLE_IDLE_MS=
+  t0=$(date +%s%3N)
+  for i in $(seq $(($1 * 10))); do
+    states=$(sinfo -h -N -o '%N:%t' 2>/dev/null | sort -u | tr '\n' ,)
+    now=$(( $(date +%s%3N) - t0 ))
+    [ -n "$SETTLE_FIRST" ] || SETTLE_FIRST=$states
+    [ -n "$SETTLE_PLANNED_MS" ] || [[ $states == *plnd* ]] || SETTLE_PLANNED_MS=$now
+    if ! tr , '\n' <<<"${states%,}" | grep -qvE '^[^:]*:idle$'; then SETTLE_IDLE_MS=$now; return 0; fi
+    sleep 0.1
+  done
+  return 1
 }
 
 run_python() { # MODE(local|auto) TEST
@@ -101,7 +126,7 @@ run_python() { # MODE(local|auto) TEST
   (cd "$ts/python" && PYTHONPATH=$here:$ts/python/lib timeout -k 10 "$GATE_TIMEOUT" \
     "$GATE_VENV/bin/python" -m pytest -s -v -rA -p no:cacheprovider --disable-warnings \
     -p gate_atf --basetemp "$side_dir/pytest/$safe" --junitxml "$xml" "--$mode-config" \
-    "tests/$t.py") > "$out" 2>&1
+    "tests/$t.py") < /dev/null > "$out" 2>&1
   rc=$?
   # RESULT DETAIL from the junit report: pass when a case passed and none failed.
   read -r res detail < <("$GATE_VENV/bin/python" - "$xml" "$rc" <<'EOP'
@@ -135,6 +160,8 @@ cluster_up() { # PROFILE DIR
   profile "$p" || return 1
   printf '%s\n' "$P_GRES" > "$gres"
   printf '%s\n' "$P_EXTRA" > "$extra"
+  # GATE_EXTRA_CONF: more slurm.conf lines for every profile (diagnostics, e.g. DebugFlags=Backfill).
+  [ -z "${GATE_EXTRA_CONF:-}" ] || printf '%s\n' "$GATE_EXTRA_CONF" >> "$extra"
   if [ "$P_DBD" = 1 ]; then
     lines=$("$repo/contrib/slurmdbd.sh" up --release "$GATE_RELEASE" --dir "$dir" --cluster gate) || return 1
     printf '%s\n' "$lines" >> "$extra"
@@ -246,14 +273,18 @@ for p in "${profiles[@]}"; do
     fi
     export SLURM_CONF=$dir/etc/slurm.conf
   fi
-  while read -r suite t prof; do
+  while read -r -u 9 suite t prof; do
     [ "$prof" = "$p" ] || continue
     log "$p: $suite $t"
+    # Each test starts on idle nodes: a test that counts idle nodes (test38.19, test1.114) would
+    # otherwise skip when the previous test's last job left backfill's PLANNED flag on nodes
+    # (cleared by backfill's next cycle, up to bf_interval later) or a job still completing.
+    [ "$p" = auto ] || [ "${GATE_SETTLE_BEFORE:-1}" = 0 ] || settle 30 || log "$p: nodes not idle 30 s after the previous test: $SETTLE_FIRST"
     case $suite in
       expect) run_expect "$t" ;;
       local|auto) run_python "$suite" "$t" ;;
     esac
     tail -n 1 "$results" >&2
-  done < "$tests"
+  done 9< "$tests"
   [ "$p" = auto ] || cluster_down "$dir"
 done

@@ -32,8 +32,16 @@ JobAcctGatherFrequency=5
 EOC
 }
 
+# Every profile manages memory (test39.10, test1.12, test17.36 and the QOS limit tests
+# test21.30/21.34 skip or leave out subtests without it): 100 MB per CPU by default, 16000 MB
+# per node (contrib/cluster.sh).
+gate_mem_conf() {
+  printf 'SelectTypeParameters=CR_Core_Memory\nDefMemPerCPU=100\n'
+}
+
 profile() {
-  P_NODES=3 P_DBD=0 P_EXTRA= P_NODE_GRES=gpu:8
+  # 5 nodes: test3.11 runs its last subtests only with 5 or more, test1.114 needs 3.
+  P_NODES=5 P_DBD=0 P_EXTRA=$(gate_mem_conf) P_NODE_GRES=gpu:8
   P_GRES=$(gate_gres_links) || return 1
   case $1 in
     gpu) ;;
@@ -41,13 +49,13 @@ profile() {
     mps|acctmps)
       P_NODES=2 P_NODE_GRES=gpu:4,mps:400
       P_GRES=$(printf 'Name=gpu File=@DEV@/nvidia[0-3]\nName=mps Count=400\n')
-      P_EXTRA="GresTypes=gpu,mps"
+      P_EXTRA+=$'\n'"GresTypes=gpu,mps"
       if [ "$1" = acctmps ]; then P_DBD=1 P_EXTRA+=$'\n'$(gate_acct_conf ,gres/mps); fi ;;
-    acct) P_DBD=1 P_EXTRA=$(gate_acct_conf) ;;
+    acct) P_DBD=1 P_EXTRA+=$'\n'$(gate_acct_conf) ;;
     # QOS preemption (test34.2).
-    acctqos) P_DBD=1 P_EXTRA=$(gate_acct_conf)$'\n'"PreemptType=preempt/qos"$'\n'"PreemptMode=CANCEL" ;;
+    acctqos) P_DBD=1 P_EXTRA+=$'\n'$(gate_acct_conf)$'\n'"PreemptType=preempt/qos"$'\n'"PreemptMode=CANCEL" ;;
     # Partition-priority preemption (test34.1 makes its own partitions).
-    preempt) P_EXTRA=$'PreemptType=preempt/partition_prio\nPreemptMode=CANCEL' ;;
+    preempt) P_EXTRA+=$'\nPreemptType=preempt/partition_prio\nPreemptMode=CANCEL' ;;
     *) echo "profiles.sh: no profile '$1'" >&2; return 1 ;;
   esac
 }
