@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The parity gate: Slurm's own testsuite, stock against gputopo, on harness clusters. Run as root.
 #
-#   contrib/slurm-testsuite.sh RELEASE SELECT PRIORITY [--tag ci] [--only REGEX]
+#   contrib/slurm-testsuite.sh RELEASE SELECT PRIORITY [--tag ci] [--only REGEX] [--profile REGEX]
 #                              [--sides stock,gputopo] [--list FILE] [--work DIR] [--timeout S]
 #
 # RELEASE   22.05.8, 24.11.5 or another release with a cached tree and install
@@ -10,7 +10,8 @@
 # The stock side always runs select/cons_tres with priority/multifactor.
 #
 # It runs every test of contrib/slurm-testsuite/list (--tag: only lines with that tag; --only:
-# only tests whose name matches REGEX) from the exact Slurm tree of RELEASE
+# only tests whose name matches REGEX; --profile: only tests of the profiles matching REGEX)
+# from the exact Slurm tree of RELEASE
 # (slurm-headers/fetch-slurm.sh), once per side, and prints a table: test, stock result, gputopo
 # result, seconds, note. It exits non-zero when a test passes with stock and does not pass with
 # gputopo. The list file says why a test cannot run here or fails with stock too.
@@ -38,11 +39,12 @@ die() { echo "slurm-testsuite.sh: $*" >&2; exit 2; }
 
 [ $# -ge 3 ] || die "usage: slurm-testsuite.sh RELEASE SELECT PRIORITY [options] (see the header)"
 release=$1 select=$2 priority=$3; shift 3
-tag= only= sides=stock,gputopo list=$here/slurm-testsuite/list work= timeout=900
+tag= only= prof_re= sides=stock,gputopo list=$here/slurm-testsuite/list work= timeout=900
 while [ $# -gt 0 ]; do
   case $1 in
     --tag) tag=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
+    --profile) prof_re=$2; shift 2 ;;
     --sides) sides=$2; shift 2 ;;
     --list) list=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
@@ -109,6 +111,7 @@ while read -r suite t prof tags rest; do
   case $suite in ''|'#'*) continue ;; esac
   [ -z "$tag" ] || [[ ",$tags," == *",$tag,"* ]] || continue
   [ -z "$only" ] || [[ $t =~ $only ]] || continue
+  [ -z "$prof_re" ] || [[ $prof =~ $prof_re ]] || continue
   case $suite in
     expect) [ -f "$work/testsuite/expect/$t" ] || continue ;;
     local|auto) [ -f "$work/testsuite/python/tests/$t.py" ] || continue ;;

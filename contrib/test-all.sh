@@ -21,6 +21,9 @@
 #               (contrib/cluster.sh), select/gputopo loaded, in GPUTOPO_E2E_SHARDS (default 2)
 #               concurrent shards of one cluster each (contrib/e2e-shards.sh)
 #     stock-R   the tests that compare with stock Slurm again with GPUTOPO_SELECT=cons_tres
+#     gate-R    contrib/slurm-testsuite.sh R gputopo gputopo --tag ci: Slurm's own expect and
+#               python tests tagged ci in contrib/slurm-testsuite/list, stock against gputopo
+#               (select and priority); fails when a test passing with stock does not with gputopo
 #     bench-select-R  contrib/bench-select.sh, light form (overhead next to stock cons_tres)
 #     package-R contrib/test-package.sh R: the Debian package built, installed with dpkg -i, a
 #               GPU job run through the installed files, then removed and purged
@@ -127,6 +130,8 @@ for r in $releases; do
   # shellcheck disable=SC2086
   GPUTOPO_E2E=1 GPUTOPO_SELECT=cons_tres phase "stock-$r" "$here/e2e-shards.sh" --shards "$shards" \
     --dir-prefix "/tmp/gputopo-e2e-$r" --times "$logdir/stock-times-$r" $stock_tests
+  # Slurm's own testsuite, the part tagged ci, stock against gputopo (docs/harness.md).
+  phase "gate-$r" "$here/slurm-testsuite.sh" "$r" gputopo gputopo --tag ci --work "/tmp/gputopo-ts-ci-$r"
   # The select overhead benchmark in its light form (stock, forwarding-only and gputopo on the
   # same burst; prints sdiag and time per select_p_job_test side by side).
   BENCH_LIGHT=1 phase "bench-select-$r" "$here/bench-select.sh" --release "$r"

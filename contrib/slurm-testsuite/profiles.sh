@@ -45,6 +45,9 @@ profile() {
   P_GRES=$(gate_gres_links) || return 1
   case $1 in
     gpu) ;;
+    # No Cores=/Links=: tests that expect the lowest free GPU indices (test39.17) declare no
+    # topology; with Links= stock cons_tres picks linked GPUs too.
+    plain) P_GRES='Name=gpu File=@DEV@/nvidia[0-7]' ;;
     # MPS: 4 GPUs with 100 MPS shares each (test40.*: "100 or more MPS per gpu").
     mps|acctmps)
       P_NODES=2 P_NODE_GRES=gpu:4,mps:400
