@@ -94,8 +94,10 @@ export GPUTOPO_BIN
 
 # --- the tests of this run -------------------------------------------------------------------
 mkdir -p "$work"
-rm -rf "$work/testsuite"
+rm -rf "$work/testsuite" "$work/gate"
 cp -a "$src/testsuite" "$work/testsuite"
+# Both sides run the same copy of the gate's own scripts, whatever happens to the checkout.
+cp -a "$here/slurm-testsuite" "$work/gate"
 case $release in 22.05.8) prefix=/usr ;; *) prefix=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$release ;; esac
 cat > "$work/testsuite/testsuite.conf" <<EOC
 SlurmSourceDir=$src
@@ -150,9 +152,9 @@ for s in ${sides//,/ }; do
   rm -rf "$sdir"; mkdir -p "$sdir"
   t0=$(date +%s)
   GATE_RELEASE=$release GATE_SIDE_SELECT=$ssel GATE_SIDE_PRIORITY=$sprio GATE_WORK=$work \
-    GATE_VENV=$venv GATE_TIMEOUT=$timeout \
+    GATE_VENV=$venv GATE_TIMEOUT=$timeout GATE_REPO=$repo \
     unshare --pid --fork --mount-proc --mount --net \
-    "$here/slurm-testsuite/inner.sh" "$sdir" "$tests" "$sdir/results" || true
+    "$work/gate/inner.sh" "$sdir" "$tests" "$sdir/results" || true
   echo "slurm-testsuite.sh: side $s ($ssel, $sprio) took $(($(date +%s) - t0)) s" >&2
   while read -r suite t r sec d; do
     res["$s $suite $t"]=$r secs["$s $suite $t"]=$sec detail["$s $suite $t"]=$d

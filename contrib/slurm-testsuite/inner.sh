@@ -22,7 +22,8 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
+# GATE_REPO: the checkout (slurm-testsuite.sh runs a copy of this directory from its work dir).
+repo=${GATE_REPO:-$(cd "$here/../.." && pwd)}
 side_dir=$1 tests=$2 results=$3
 : > "$results"
 ts=$GATE_WORK/testsuite
@@ -178,9 +179,12 @@ cluster_down() { # DIR
 
 # The base configuration --auto-config starts from (the ATF adds nodes node1.. after node0,
 # gres.conf, accounting, ... as each test declares): the harness's daemons, paths and plugin
-# directory, fixed ports (this namespace has its own network). node0 declares no CPUs=: the ATF
-# then adds the CPU count a test requires to the nodes it creates, and test_144_4's requirement
-# ("CPUs", "2"), a string, is never compared with a number (a TypeError in require_nodes).
+# directory, fixed ports (this namespace has its own network). ReturnToService=1, not the
+# harness's 2: with 2 a node an admin set DOWN comes back at its next registration, and the
+# reservation tests (test_123_3) down nodes and wait for them to stay down. node0 declares no
+# CPUs=: the ATF then adds the CPU count a test requires to the nodes it creates, and
+# test_144_4's requirement ("CPUs", "2"), a string, is never compared with a number (a TypeError
+# in require_nodes).
 auto_up() { # DIR
   local d=$1 plugindir=$stock_plugins db_port=3306
   rm -rf "$d"; mkdir -p "$d/etc" "$d/state" "$d/spool" "$d/log" "$d/run" "$d/db"
@@ -226,7 +230,7 @@ SchedulerType=sched/backfill
 SelectType=select/$sel
 SelectTypeParameters=CR_Core
 PriorityType=priority/$GATE_SIDE_PRIORITY
-ReturnToService=2
+ReturnToService=1
 SlurmdParameters=config_overrides
 KillWait=2
 NodeName=node0 NodeHostname=$(hostname -s) NodeAddr=127.0.0.1 Port=6820 RealMemory=4000 State=UNKNOWN
