@@ -7,7 +7,8 @@
 //!    the way a stock plugin does) into `$OUT_DIR/slurm_bindings.rs`, with per-header
 //!    allowlists and bindgen's layout tests on (they catch struct drift between releases).
 //! 3. Parses `SLURM_VERSION_NUMBER` from the tree's `slurm/slurm_version.h` and maps its
-//!    major.minor through [`SERIES`] to the entry-point tables, emitted as
+//!    major.minor through the release table (`slurm-headers/releases.tsv`, [`series`]) to
+//!    the entry-point tables, emitted as
 //!    `cfg(select_abi = "...")` and `cfg(priority_abi = "...")`, plus the ordered
 //!    [`MILESTONES`] (`cfg(slurm_25_05)`, ...) for struct and prototype changes that do not
 //!    follow the tables. An unknown release fails the build instead of guessing.
@@ -17,64 +18,61 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// The release table (one for build.rs, the scripts and the e2e harness): which entry-point
+/// tables each series exports, and where Debian's packages install a release.
+///
+/// The generations behind the table's `series` lines: `node_select_syms[]`
+/// (src/interfaces/select.c; 22.05 src/common/select.c): 36 `select_p_*` in 22.05, 31 in 23.11
+/// to 24.11 (24.11 adds the `will_run_data_t *` argument of `select_p_job_test`: 23.11.4
+/// src/interfaces/select.h:58-66 and 24.05.8 select.c:57-65 end at `resv_exc_t *`), 12 in
+/// 25.05 and 25.11, 13 in 26.05 (`select_p_job_mem_reduce`). Priority `syms[]`: 6 in 22.05, 7
+/// in 23.11 (`recover`, no `thread_start`, the factor list still takes `req_msg`: 23.11.4
+/// src/interfaces/priority.c:44-69), 8 in 24.05 to 25.05, 7 from 25.11 (`calc_fs_factor`
+/// removed).
+const RELEASE_TABLE: &str = include_str!("slurm-headers/releases.tsv");
+
 /// One Slurm release series (major.minor) and the entry-point tables its plugin exports.
-struct Series {
+struct Series<'t> {
     release: (u32, u32),
     /// `cfg(select_abi)`: the `node_select_syms[]` generation (named after its first release).
-    select: &'static str,
+    select: &'t str,
     /// `cfg(priority_abi)`: the priority `syms[]` generation.
-    priority: &'static str,
+    priority: &'t str,
 }
 
-/// Every supported series. `node_select_syms[]` (src/interfaces/select.c; 22.05
-/// src/common/select.c): 36 `select_p_*` in 22.05, 31 in 23.11 to 24.11 (24.11 adds the
-/// `will_run_data_t *` argument of `select_p_job_test`: 23.11.4 src/interfaces/select.h:58-66
-/// and 24.05.8 select.c:57-65 end at `resv_exc_t *`), 12 in 25.05 and 25.11, 13 in 26.05
-/// (`select_p_job_mem_reduce`).
-/// Priority `syms[]`: 6 in 22.05, 7 in 23.11 (`recover`, no `thread_start`, the factor list
-/// still takes `req_msg`: 23.11.4 src/interfaces/priority.c:44-69), 8 in 24.05 to 25.05, 7 from
-/// 25.11 (`calc_fs_factor` removed).
-const SERIES: &[Series] = &[
-    Series {
-        release: (22, 5),
-        select: "22.05",
-        priority: "22.05",
-    },
-    Series {
-        release: (23, 11),
-        select: "23.11",
-        priority: "23.11",
-    },
-    Series {
-        release: (24, 5),
-        select: "23.11",
-        priority: "24.05",
-    },
-    Series {
-        release: (24, 11),
-        select: "24.11",
-        priority: "24.05",
-    },
-    Series {
-        release: (25, 5),
-        select: "25.05",
-        priority: "24.05",
-    },
-    Series {
-        release: (25, 11),
-        select: "25.05",
-        priority: "25.11",
-    },
-    Series {
-        release: (26, 5),
-        select: "26.05",
-        priority: "25.11",
-    },
-];
+/// The table's lines of kind `kind`, as fields.
+fn table_lines(kind: &str) -> impl Iterator<Item = Vec<&'static str>> + '_ {
+    RELEASE_TABLE
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(move |f| f.first() == Some(&kind))
+}
 
-/// Every value `select_abi` / `priority_abi` may take (for `rustc-check-cfg`).
-const SELECT_ABI_VALUES: &[&str] = &["22.05", "23.11", "24.11", "25.05", "26.05"];
-const PRIORITY_ABI_VALUES: &[&str] = &["22.05", "23.11", "24.05", "25.11"];
+/// Every supported series (the table's `series` lines).
+fn series() -> Result<Vec<Series<'static>>, String> {
+    table_lines("series")
+        .map(|f| {
+            let bad = || format!("slurm-headers/releases.tsv: bad series line {f:?}");
+            let (major, minor) = f.get(1).and_then(|v| v.split_once('.')).ok_or_else(bad)?;
+            Ok(Series {
+                release: (
+                    major.parse().map_err(|_| bad())?,
+                    minor.parse().map_err(|_| bad())?,
+                ),
+                select: f.get(2).ok_or_else(bad)?,
+                priority: f.get(3).ok_or_else(bad)?,
+            })
+        })
+        .collect()
+}
+
+/// Where Debian's packages install a release's `libslurmfull.so` (the table's PLUGIN_DIR).
+fn debian_lib_dir(release: &str) -> Option<&'static str> {
+    table_lines("release")
+        .find(|f| f.get(1) == Some(&release))
+        .and_then(|f| f.get(3).copied())
+        .filter(|d| *d != "-")
+}
 
 /// Ordered milestones that do not line up with the entry-point tables: `cfg(NAME)` is set for a
 /// tree at or after the release. `slurm_24_05`: the job record moved to
@@ -94,12 +92,6 @@ const MILESTONES: &[(u32, &str)] = &[
     (0x19_0b_00, "slurm_25_11"),
     (0x1a_05_00, "slurm_26_05"),
 ];
-
-/// Where each release's `libslurmfull.so` is installed when no `SLURM_LIB_DIR` is given:
-/// Debian's packages for 22.05.8; every other release under
-/// `${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-VERSION/lib/slurm` (contrib/slurm-install.sh's
-/// prefix for 24.11.5, and where a hand-built release is installed the same way).
-const DEBIAN_LIB_DIRS: &[(&str, &str)] = &[("22.05.8", "/usr/lib/x86_64-linux-gnu/slurm-wlm")];
 
 /// bindgen allowlists, grouped by the wrapper header that brings the items in.
 /// (regexes; bindgen also pulls in whatever these items reference.)
@@ -123,7 +115,7 @@ const ALLOWLISTS: &[Allow] = &[
         ],
         functions: &[
             "slurm_bit_(alloc|free|size|test|set|clear|clear_all|set_count|ffs|fls|ffs_from_bit)",
-            "slurm_list_(iterator_create|iterator_destroy|next|count|find_first_ro)",
+            "slurm_list_(iterator_create|iterator_destroy|next|count|find_first_ro|remove)",
             "slurm_log_var",
             "slurm_get_log_level",
             "slurm_xcalloc",
@@ -220,8 +212,10 @@ fn main() {
 fn run() -> Result<(), String> {
     println!("cargo::rerun-if-env-changed=SLURM_SRC_DIR");
     println!("cargo::rerun-if-env-changed=SLURM_LIB_DIR");
-    check_cfg("select_abi", SELECT_ABI_VALUES);
-    check_cfg("priority_abi", PRIORITY_ABI_VALUES);
+    // Every value select_abi / priority_abi may take: the table's generations.
+    let all = series()?;
+    check_cfg("select_abi", all.iter().map(|s| s.select));
+    check_cfg("priority_abi", all.iter().map(|s| s.priority));
     for (_, name) in MILESTONES {
         println!("cargo::rustc-check-cfg=cfg({name})");
     }
@@ -232,16 +226,16 @@ fn run() -> Result<(), String> {
     let version_h = src.join("slurm/slurm_version.h");
     let version = read_version(&version_h)?;
     let (major, minor, micro) = (version >> 16, (version >> 8) & 0xff, version & 0xff);
-    let series = SERIES
+    let series = all
         .iter()
         .find(|s| s.release == (major, minor))
         .ok_or_else(|| {
-            let known: Vec<String> = SERIES
+            let known: Vec<String> = all
                 .iter()
                 .map(|s| format!("{}.{:02}", s.release.0, s.release.1))
                 .collect();
             format!(
-                "Slurm {major}.{minor:02}.{micro} (from {}) is not a supported release (supported series: {}); add it to SERIES in build.rs after checking node_select_syms[] and the priority syms[]",
+                "Slurm {major}.{minor:02}.{micro} (from {}) is not a supported release (supported series: {}); add a series line to slurm-headers/releases.tsv after checking node_select_syms[] and the priority syms[]",
                 version_h.display(),
                 known.join(", ")
             )
@@ -262,8 +256,9 @@ fn run() -> Result<(), String> {
 }
 
 /// Declares a cfg and its values to rustc's `check-cfg`.
-fn check_cfg(name: &str, values: &[&str]) {
-    let values: Vec<String> = values.iter().map(|v| format!("\"{v}\"")).collect();
+fn check_cfg<'a>(name: &str, values: impl Iterator<Item = &'a str>) {
+    let values: std::collections::BTreeSet<String> = values.map(|v| format!("\"{v}\"")).collect();
+    let values: Vec<String> = values.into_iter().collect();
     println!(
         "cargo::rustc-check-cfg=cfg({name}, values({}))",
         values.join(", ")
@@ -339,9 +334,9 @@ fn generate_bindings(src: &Path) -> Result<(), String> {
 fn link_slurmfull(release: &str) {
     println!("cargo::rerun-if-env-changed=GPUTOPO_CACHE");
     let dir = env::var_os("SLURM_LIB_DIR").map(PathBuf::from).or_else(|| {
-        let debian = DEBIAN_LIB_DIRS.iter().find(|(r, _)| *r == release);
-        Some(match debian {
-            Some((_, d)) => PathBuf::from(d),
+        // Debian's packages (the table's PLUGIN_DIR), else contrib/slurm-install.sh's prefix.
+        Some(match debian_lib_dir(release) {
+            Some(d) => PathBuf::from(d),
             None => PathBuf::from(
                 env::var("GPUTOPO_CACHE").unwrap_or_else(|_| "/var/cache/gputopo".into()),
             )

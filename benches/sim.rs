@@ -3,10 +3,10 @@
 //! The 10,000-node, 1M-job figures in docs/results.md come from `contrib/results.sh`.
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use gputopo_core::placement::engine::Gputopo;
-use gputopo_core::placement::slurm_greedy::SlurmGreedy;
-use gputopo_core::sim::generator::Synthetic;
-use gputopo_core::sim::{ClusterSpec, Config, Placement, simulate};
 use gputopo_core::topology::fixture;
+use gputopo_eval::baseline::slurm_greedy::SlurmGreedy;
+use gputopo_eval::sim::generator::Synthetic;
+use gputopo_eval::sim::{ClusterSpec, Config, Placement, simulate};
 
 fn bench(c: &mut Criterion) {
     let parse = |s: &str| fixture::parse(s).expect("fixture parses");

@@ -234,6 +234,7 @@ fn snapshot(engine: &Gputopo, n: usize) -> Snapshot {
         need: Some(GpuNeed {
             per_node: 2,
             type_id: None,
+            spread: false,
         }),
         shared: false,
         min_nodes: 1,

@@ -26,7 +26,8 @@
 # Needs root; uses contrib/cluster.sh (GPUTOPO_PLUGIN_SO / GPUTOPO_BIN honoured).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-release=22.05.8 jobs=10000 periods=2 rounds=1 dir=/tmp/gputopo-bench-priority dbd=
+. "$here/lib.sh"
+release=$(default_release) jobs=10000 periods=2 rounds=1 dir=/tmp/gputopo-bench-priority dbd=
 while [ $# -gt 0 ]; do
   case $1 in
     --release) release=$2; shift 2 ;;

@@ -14,11 +14,13 @@
 #                         [--node-topology nX=NAME|FILE,...] [--node-weight nX=W,...]
 #                         [--node-gres-of nX=GRES,...]
 #                         [--backup]          # a second slurmctld (SlurmctldHost) in standby
+#                         [--nvml nX=FIXTURE,...] # these nodes' slurmd see a fake NVML's GPUs
 #   contrib/cluster.sh down [--dir DIR]
 #   contrib/cluster.sh env  [--dir DIR]     # prints: export SLURM_CONF=... PATH=...
 #   contrib/cluster.sh restart [--dir DIR] slurmctld|backup|nX   # restart one daemon, jobs keep running
 #   contrib/cluster.sh port [--dir DIR]     # BASE port: slurmctld BASE, nX BASE+X, BASE+150.. free
 #   contrib/cluster.sh munge                # start munged if it does not answer (clusters share it)
+#   contrib/cluster.sh pid --dir DIR FILE.pid  # the pid in it, only while it is DIR's daemon
 #
 # DIR (default /tmp/gputopo-cluster) holds everything of one cluster: etc/ (slurm.conf,
 # gres.conf, gputopo.conf), dev/, state/, spool/, log/, plugins/ and cluster.env. Ports are
@@ -50,6 +52,11 @@
 # --backup adds a backup controller in its own network, UTS and mount namespaces (see
 # contrib/cluster-backup.sh); the nodes and the primary then use the host side of its veth
 # pair instead of 127.0.0.1.
+# --nvml starts each listed node's slurmd through contrib/nvml-node.sh: the fake libnvidia-ml
+# ($FAKE_NVML_LIB, else built with cargo) answering from FIXTURE is on its library path, and a
+# private mount namespace gives it the fixture's /dev/nvidia*, /proc/driver/nvidia* and
+# /sys/bus/pci/drivers/nvidia, so gres.conf AutoDetect=nvml (or nvidia, on 24.11+) detects the
+# fixture's GPUs with Slurm's own code (pair it with --gres-conf and --node-gres).
 # GPUTOPO_SLURMCTLD_PREFIX (optional, split on spaces) is put in front of every slurmctld start
 # of `up` and `restart`, e.g. `env GLIBC_TUNABLES=glibc.malloc.check=3` or `valgrind ...`.
 set -euo pipefail
@@ -75,17 +82,13 @@ release_paths() { # sets BIN SBIN PLUGINS for $release
     "$SBIN/slurmctld" -V | grep -q " $release\$" || die "GPUTOPO_SLURM_PREFIX=$p is not Slurm $release: $("$SBIN/slurmctld" -V)"
     return
   fi
-  case $release in
-    22.05.8) BIN=/usr/bin SBIN=/usr/sbin PLUGINS=/usr/lib/x86_64-linux-gnu/slurm-wlm ;;
-    *)
-      # 24.11.5 (contrib/slurm-install.sh) and every release installed the same way by hand.
-      local p=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$release
-      BIN=$p/bin SBIN=$p/sbin PLUGINS=$p/lib/slurm ;;
-  esac
+  # Debian's packages or contrib/slurm-install.sh's prefix (slurm-headers/releases.tsv).
+  local p; p=$(release_prefix "$release")
+  BIN=$p/bin SBIN=$p/sbin PLUGINS=$(release_plugin_dir "$release")
 }
 
 # --- processes -----------------------------------------------------------------------------
-. "$here/pidfile.sh"
+. "$here/lib.sh"
 # True when `scontrol ping` reports controller ROLE (primary, backup) UP. scontrol's exit
 # status says whether every controller answers, so only its output is read.
 ctld_up() {
@@ -125,11 +128,16 @@ cluster_pids() {
 
 start_munged() {
   if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then return; fi
+  # Two clusters may come up at once (nextest runs two e2e tests): one starts munged, the
+  # other waits for the lock and then finds it answering (closing fd 8 releases the lock).
+  exec 8>>/tmp/gputopo-munged.lock
+  flock 8
+  if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then exec 8>&-; return; fi
   [ -s /etc/munge/munge.key ] || { mungekey --create --keyfile=/etc/munge/munge.key; chown munge:munge /etc/munge/munge.key; chmod 600 /etc/munge/munge.key; }
   install -d -o munge -g munge -m 755 /run/munge
-  runuser -u munge -- env -u SLURM_CONF /usr/sbin/munged 7>&- || die "munged did not start"
+  runuser -u munge -- env -u SLURM_CONF /usr/sbin/munged 7>&- 8>&- || die "munged did not start"
   local i
-  for i in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && return; sleep 0.1; done
+  for i in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && { exec 8>&-; return; }; sleep 0.1; done
   die "munged runs but munge -n | unmunge fails"
 }
 
@@ -214,9 +222,57 @@ cmd_restart() {
     for i in $(seq 600); do ctld_up primary && break; sleep 0.1; done
     ctld_up primary || die "slurmctld does not answer 60 s after restart"
   else
-    "$GPUTOPO_SLURM_SBIN/slurmd" -f "$SLURM_CONF" -N "$what" || die "slurmd -N $what did not start"
+    SBIN=$GPUTOPO_SLURM_SBIN nvml=${GPUTOPO_CLUSTER_NVML:-}
+    [ -z "${FAKE_NVML_LIB:-}" ] || export FAKE_NVML_LIB
+    [ -z "${FAKE_NVML_TREE:-}" ] || export FAKE_NVML_TREE
+    start_slurmd "$what" || die "slurmd -N $what did not start"
   fi
   log "restarted $what"
+}
+
+# slurmd of node $1: through contrib/nvml-node.sh when --nvml names the node.
+start_slurmd() {
+  local fx
+  fx=$(list_value "$nvml" "$1")
+  if [ -n "$fx" ]; then
+    "$here/nvml-node.sh" "$dir/nvml/$1" "$fx" -- "$SBIN/slurmd" -f "$SLURM_CONF" -N "$1"
+  else
+    "$SBIN/slurmd" -f "$SLURM_CONF" -N "$1"
+  fi
+}
+
+# --nvml: the fixtures made absolute, and FAKE_NVML_LIB (built when not given) exported.
+prepare_nvml() {
+  [ -n "$nvml" ] || return 0
+  local kv out=
+  for kv in ${nvml//,/ }; do
+    [ -f "${kv#*=}" ] || die "--nvml $kv: no such fixture"
+    out+=${out:+,}${kv%%=*}=$(realpath "${kv#*=}")
+  done
+  nvml=$out
+  if [ -z "${FAKE_NVML_LIB:-}" ]; then
+    local t=${CARGO_TARGET_DIR:-$repo/target}
+    case $t in /*) ;; *) t=$repo/$t ;; esac
+    (cd "$repo" && cargo build -q -p fake-nvml) >&2 || die "cannot build the fake NVML"
+    FAKE_NVML_LIB=$t/debug/libfake_nvml.so
+  fi
+  export FAKE_NVML_LIB
+}
+
+# Debian's 22.05.8 has no gpu/nvml plugin installed (contrib/debian-nvml-plugin.sh): with
+# --nvml, the cluster's plugin directory gets Debian's own, a farm of the stock plugins made if
+# there is none yet.
+nvml_plugin_dir() {
+  [ -n "$nvml" ] && [ ! -e "$plugindir/gpu_nvml.so" ] || return 0
+  [ "$release" = 22.05.8 ] || return 0
+  local so f
+  so=$("$here/debian-nvml-plugin.sh") || die "contrib/debian-nvml-plugin.sh failed"
+  if [ "$plugindir" = "$PLUGINS" ]; then
+    plugindir=$dir/plugins
+    mkdir -p "$plugindir"
+    for f in "$PLUGINS"/*.so; do ln -s "$f" "$plugindir/"; done
+  fi
+  ln -s "$so" "$plugindir/gpu_nvml.so"
 }
 
 # --- env -----------------------------------------------------------------------------------
@@ -320,7 +376,7 @@ fail_up() {
 
 cmd_up() {
   [ "$(id -u)" = 0 ] || die "run as root (mknod, daemons as root)"
-  [ -n "$release" ] || die "up needs --release 22.05.8|24.11.5"
+  [ -n "$release" ] || die "up needs --release VERSION (e.g. $(releases ci | paste -sd'|'))"
   [[ $nodes =~ ^[1-9][0-9]*$ ]] && [ "$nodes" -le 149 ] || die "--nodes must be 1 to 149"
   [ -n "$topo_arg" ] || die "up needs --topology NAME|FILE (names: $(cd "$here/topologies" && ls ./*.topo | sed 's|./||;s|\.topo||' | tr '\n' ' '))"
   case $select in gputopo|cons_tres) ;; *) die "--select must be gputopo or cons_tres" ;; esac
@@ -391,6 +447,8 @@ cmd_up() {
     fi
   fi
 
+  prepare_nvml
+  nvml_plugin_dir
   write_gres
   write_slurm_conf
   [ -z "$gputopo_conf" ] || cp "$gputopo_conf" "$dir/etc/gputopo.conf"
@@ -403,6 +461,9 @@ GPUTOPO_SLURM_SBIN=$SBIN
 GPUTOPO_CLUSTER_NODES=$nodes
 GPUTOPO_CLUSTER_PORT=$port_base
 GPUTOPO_CLUSTER_BACKUP=$backup
+GPUTOPO_CLUSTER_NVML=$nvml
+FAKE_NVML_LIB=${FAKE_NVML_LIB:-}
+FAKE_NVML_TREE=${FAKE_NVML_TREE:-}
 EOE
   start_munged
   export SLURM_CONF=$dir/etc/slurm.conf PATH="$BIN:$SBIN:$PATH"
@@ -418,7 +479,7 @@ EOE
     (backup_start) || fail_up "the backup slurmctld did not start"
   fi
   for i in $(seq "$nodes"); do
-    "$SBIN/slurmd" -f "$SLURM_CONF" -N "n$i" 7>&- || fail_up "slurmd -N n$i did not start"
+    start_slurmd "n$i" 7>&- || fail_up "slurmd -N n$i did not start"
   done
   local idle=0
   for i in $(seq 600); do
@@ -435,9 +496,9 @@ EOE
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 dir=${GPUTOPO_CLUSTER_DIR:-/tmp/gputopo-cluster}
-restart_what= release= nodes=1 topo_arg= select=gputopo priority=basic extra_conf= gputopo_conf=
+restart_what= pid_file= release= nodes=1 topo_arg= select=gputopo priority=basic extra_conf= gputopo_conf=
 health_program= health_interval=60 ctld_debug=info plugin_dir= fake_gpus= plain_gres= gres_conf= node_gres= node_topology= node_weight= node_gres_of=
-backup= ctld_addr=127.0.0.1
+backup= ctld_addr=127.0.0.1 nvml=
 while [ $# -gt 0 ]; do
   case $1 in
     --release) release=$2; shift 2 ;;
@@ -456,12 +517,14 @@ while [ $# -gt 0 ]; do
     --plain-gres) plain_gres=1; shift ;;
     --backup) backup=1; shift ;;
     slurmctld|backup|n[0-9]*) restart_what=$1; shift ;;
+    *.pid) pid_file=$1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     --gres-conf) gres_conf=$(realpath "$2"); shift 2 ;;
     --node-gres) node_gres=$2; shift 2 ;;
     --node-gres-of) node_gres_of=$2; shift 2 ;;
     --node-topology) node_topology=$2; shift 2 ;;
     --node-weight) node_weight=$2; shift 2 ;;
+    --nvml) nvml=$2; shift 2 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -474,5 +537,8 @@ case $cmd in
   restart) cmd_restart ;;
   port) port_base_of "$dir" ;;
   munge) start_munged ;;
-  *) die "usage: cluster.sh up|down|env|restart|port|munge [options] (see --help)" ;;
+  # The pid in DIR/FILE while it is this cluster's daemon (lib.sh's daemon_pid): the harness
+  # asks here, so the rule exists once.
+  pid) daemon_pid "$dir/${pid_file:?pid needs a FILE.pid}" "$dir/" ;;
+  *) die "usage: cluster.sh up|down|env|restart|port|munge|pid [options] (see --help)" ;;
 esac

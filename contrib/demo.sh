@@ -11,10 +11,11 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 repo=$(cd "$here/.." && pwd)
 export PATH=$HOME/.cargo/bin:/root/.cargo/bin:$PATH
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
-release=22.05.8 nodes=2 topology=dgx1v keep= dir=/tmp/gputopo-demo
+release=$(default_release) nodes=2 topology=dgx1v keep= dir=/tmp/gputopo-demo
 while [ $# -gt 0 ]; do
   case $1 in
     --release) release=$2; shift 2 ;;

@@ -23,7 +23,16 @@ pkgs=(
   # Slurm's own testsuite (contrib/slurm-testsuite.sh): its expect tests, and python3-venv for
   # the pytest environment of its python tests.
   expect python3-venv
+  # The packages (contrib/package.sh, contrib/test-package.sh): rpmbuild, rpm, rpm2archive;
+  # chrpath drops the build host's RUNPATH from the packaged plugin; lintian checks the .deb.
+  rpm chrpath lintian
+  # The e2e test of `gputopo metrics` and its dashboard scrapes it with a real Prometheus
+  # (and checks the exposition with promtool, which the package ships).
+  prometheus
 )
+# pip downloads NVIDIA's NVML header for Slurm's gpu/nvml build (contrib/nvml-dev.sh); any pip
+# on PATH will do (the machine's own Python may bring one).
+command -v pip3 >/dev/null 2>&1 || command -v pip >/dev/null 2>&1 || pkgs+=(python3-pip)
 
 if [ "$(id -u)" != 0 ]; then
   echo "install-deps.sh: run as root (it installs Debian packages)" >&2

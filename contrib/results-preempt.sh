@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The preemption scenario of the evaluation (issue 15 item 5): two priority classes, the high
 # class multi-GPU; victims per preemption and preemptor set quality for stock cons_tres's plan
-# and gputopo's (model: gputopo_core::sim::preempt). Kept apart from contrib/results.sh so
+# and gputopo's (model: gputopo_eval::sim::preempt). Kept apart from contrib/results.sh so
 # either reruns alone; results.sh appends the fragment this writes to docs/results.md.
 #   contrib/results-preempt.sh [TRIALS] [SEED]     # defaults 2000 1; deterministic
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trials=${1:-2000} seed=${2:-1}
-table=$(cargo run --release -q -p gputopo-core --example preempt_sim -- "$trials" "$seed")
+table=$(cargo run --release -q -p gputopo-eval --example preempt_sim -- "$trials" "$seed")
 cat >docs/results-preempt.md <<EOD
 ## Preemption (\`contrib/results-preempt.sh $trials $seed\`)
 

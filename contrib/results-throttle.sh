@@ -2,7 +2,7 @@
 # The throttled-GPU scenario of the evaluation (issue 13 item 8): a share of the GPUs runs
 # slower (hot, power-capped), a job runs at its slowest GPU's speed; mean and p95 slowdown of
 # stock cons_tres, gputopo with health verdicts only, and gputopo with the agent's telemetry,
-# all three on the same jobs and throttle trajectory (model: gputopo_core::sim::throttle).
+# all three on the same jobs and throttle trajectory (model: gputopo_eval::sim::throttle).
 # Kept apart from contrib/results.sh so either reruns alone; results.sh appends the fragment
 # this writes to docs/results.md.
 #   contrib/results-throttle.sh [CHECKS] [SEED]     # defaults 20000 1; deterministic
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 checks=${1:-20000} seed=${2:-1}
 start=$(date +%s)
-table=$(cargo run --release -q -p gputopo-core --example throttle_sim -- "$checks" "$seed")
+table=$(cargo run --release -q -p gputopo-eval --example throttle_sim -- "$checks" "$seed")
 secs=$(($(date +%s) - start))
 cat >docs/results-throttle.md <<EOD
 ## Throttled GPUs (\`contrib/results-throttle.sh $checks $seed\`)

@@ -102,15 +102,15 @@ the wall-clock "dec/s" column). Do not edit by hand.
 - `gputopo`: the engine the plugin runs (`placement::engine`, node choice by
   `placement::rank::rank_nodes`), always health-aware.
 - `slurm-greedy`: stock `select/cons_tres` 24.11 (`--gres=gpu:K`), modelled in
-  `placement::slurm_greedy` with its ascending-links sort and `i = 0; i++` skip, and
+  `gputopo_eval::baseline::slurm_greedy` with its ascending-links sort and `i = 0; i++` skip, and
   `slurm-greedy-22.05`: the 22.05 algorithm. Both are unit-tested against every pick observed
   on a real slurmctld (`stock-gpu-picks.md`). Node choice: lowest-index nodes that fit, as
   Slurm with equal weights (cons_tres never lets links steer node choice).
 - `best-effort`: go-gpuallocator's partition-score policy (NVIDIA's Kubernetes device plugin),
-  reimplemented in `placement::best_effort` and tested against its own expected answers.
+  reimplemented in `gputopo_eval::baseline::best_effort` and tested against its own expected answers.
 - `first-fit`: lowest free indices.
 
-## Model (details in the `gputopo_core::sim` module docs)
+## Model (details in the `gputopo_eval::sim` module docs)
 - Discrete events on a virtual clock; strict FIFO (no backfill); a job holds whole GPUs.
 - **Slowdown**: `runtime = duration × ((1 − f) + f × ring_ideal / ring_got)` with `f = 0.1`
   (communication share of a step on the best set), `ring` = bottleneck of the best ring

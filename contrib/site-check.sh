@@ -4,7 +4,8 @@
 # throw-away local cluster made of the site's own Slurm binaries, and print a verdict. As root.
 #
 #   contrib/site-check.sh --src TREE --prefix PREFIX
-#     TREE    the Slurm source tree the site's Slurm was built from (configured or not)
+#     TREE    the Slurm source tree the site's Slurm was built from (configured or not), or
+#             its tarball (slurm-VERSION.tar.bz2, the one `rpmbuild -ta` builds Slurm's RPMs from)
 #     PREFIX  where that Slurm is installed (PREFIX/sbin/slurmctld; /usr for Debian's packages)
 #
 # Steps (each reported; the verdict is PASS only if all pass):
@@ -17,10 +18,13 @@
 #   e2e     the foundation end-to-end tests (request forms, multi-node, arrays, steps, backfill,
 #           reservations, reconfigure, restart, clients) on a local cluster with emulated GPUs
 #           run by PREFIX's own munge-authenticated slurmctld/slurmd (needs munged and
-#           --enable-multiple-slurmd in that build; the cluster lives in its own directory and
-#           ports and is torn down after)
-# Nothing is installed into PREFIX or the site's PluginDir. Afterwards: contrib/package.sh or
-# contrib/install-plugin.sh (docs/deployment.md).
+#           --enable-multiple-slurmd in that build)
+# Safe on a shared host: the root-owned daemons run out of a private directory (mktemp -d, mode
+# 0700, under $TMPDIR or /tmp) that no other user can create, enter or replace first; the tests'
+# temporary files go there too (TMPDIR). On exit, also on failure or Ctrl-C, the cluster is torn
+# down (contrib/cluster.sh down: every daemon, slurmstepd and job of it, checked gone) and the
+# directory removed. Nothing is installed into PREFIX or the site's PluginDir. Afterwards:
+# contrib/package.sh or contrib/install-plugin.sh (docs/deployment.md).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,27 +42,42 @@ done
 [ -n "$src" ] && [ -n "$prefix" ] || die "usage: site-check.sh --src TREE --prefix PREFIX"
 [ "$(id -u)" = 0 ] || die "run as root (the smoke test starts Slurm daemons and makes device nodes)"
 src=$(realpath "$src") prefix=$(realpath "$prefix")
-[ -f "$src/META" ] || die "$src is not a Slurm source tree (no META)"
 [ -x "$prefix/sbin/slurmctld" ] || die "$prefix/sbin/slurmctld not found"
-meta() { awk -v k="$1" '$1 == k":" { print $2 }' "$src/META"; }
-release=$(printf '%d.%02d.%d' "$((10#$(meta Major)))" "$((10#$(meta Minor)))" "$((10#$(meta Micro)))")
+release=$("$repo/slurm-headers/prepare-tree.sh" --release "$src") || exit 2
 installed=$("$prefix/sbin/slurmctld" -V | awk '{ print $NF }')
 [ "$installed" = "$release" ] || die "the tree is Slurm $release but $prefix has $installed: the plugin must match the installed release exactly"
-# bindgen needs slurm/slurm_version.h and config.h, which only configure writes.
-if [ ! -f "$src/slurm/slurm_version.h" ] || [ ! -f "$src/config.h" ]; then
-  work=${CARGO_TARGET_DIR:-$repo/target}/site-src-$release
-  echo "site-check: $src is not configured; using a copy with the two generated headers ($work)"
-  rm -rf "$work"; mkdir -p "$work"; cp -a "$src/." "$work/"
-  [ -f "$work/config.h" ] || : > "$work/config.h"
-  [ -f "$work/slurm/slurm_version.h" ] || printf '#ifndef _SLURM_VERSION_H_\n#define _SLURM_VERSION_H_\n#define SLURM_VERSION_NUMBER 0x%02x%02x%02x\n#define SLURM_VERSION_NUM(a,b,c) (((a) << 16) + ((b) << 8) + (c))\n#define SLURM_VERSION_MAJOR(a) (((a) >> 16) & 0xff)\n#define SLURM_VERSION_MINOR(a) (((a) >> 8) & 0xff)\n#define SLURM_VERSION_MICRO(a) ((a) & 0xff)\n#define SLURM_VERSION_STRING "%s"\n#endif\n' \
-    "$((10#$(meta Major)))" "$((10#$(meta Minor)))" "$((10#$(meta Micro)))" "$release" > "$work/slurm/slurm_version.h"
-  src=$work
-fi
+# bindgen needs slurm/slurm_version.h and config.h, which only configure writes: an
+# unconfigured tree is used through a copy that has them.
+work=$(realpath -m "${CARGO_TARGET_DIR:-$repo/target}/site-src-$release")
+src=$("$repo/slurm-headers/prepare-tree.sh" "$src" "$work") || die "cannot prepare $src for the build"
+[ "$src" = "$work" ] && echo "site-check: the tree is not configured; using a copy with the two generated headers ($work)"
 lib=$(ldd "$prefix/sbin/slurmctld" | awk '$1 == "libslurmfull.so" { print $3 }')
 [ -n "$lib" ] || die "$prefix/sbin/slurmctld does not link libslurmfull.so"
 export PATH=$HOME/.cargo/bin:$PATH SLURM_SRC_DIR=$src SLURM_LIB_DIR=${lib%/*}
 export GPUTOPO_SLURM_RELEASE=$release GPUTOPO_SLURM_PREFIX=$prefix
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target} GPUTOPO_E2E_DIR=/tmp/gputopo-site-check
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
+# The private directory: the cluster (GPUTOPO_E2E_DIR) and every temporary file of the steps.
+priv=$(mktemp -d "${TMPDIR:-/tmp}/gputopo-site-check.XXXXXXXX") || die "cannot create a private directory"
+chmod 0700 "$priv"
+cleanup() {
+  trap - EXIT INT TERM HUP
+  QUIET=1 "$here/cluster.sh" down --dir "$priv/cluster" >/dev/null 2>&1 ||
+    echo "site-check: cluster.sh down --dir $priv/cluster failed" >&2
+  # Whatever still runs with this directory in its environment (a daemon of a cluster whose
+  # bring-up died before writing cluster.env) is this run's own: killed, and said so.
+  local f p left=
+  for f in $(grep -lzF "SLURM_CONF=$priv/" /proc/[0-9]*/environ 2>/dev/null); do
+    p=${f#/proc/}; p=${p%/environ}
+    [ "$p" = $$ ] || { kill -KILL "$p" 2>/dev/null && left="$left $p"; }
+  done
+  [ -z "$left" ] || echo "site-check: killed processes left in $priv:$left" >&2
+  rm -rf "$priv"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+mkdir -m 0700 "$priv/tmp"
+export GPUTOPO_E2E_DIR=$priv/cluster TMPDIR=$priv/tmp
 log=$CARGO_TARGET_DIR/site-check-$release; mkdir -p "$log"
 results=() ok=1
 step() { # step NAME CMD...: run, keep the log, record the outcome and the test counts

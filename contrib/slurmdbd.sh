@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$dir" ] || die "--dir is required"
-. "$(dirname "$0")/pidfile.sh"
+. "$(dirname "$0")/lib.sh"
 d=$dir.dbd  # a sibling: cluster.sh up kills whatever holds files under DIR/
 # The same port block cluster.sh derives from DIR (below the ephemeral range, where an outgoing
 # connection could hold a listening port): slurmctld BASE, nodes BASE+1.., BASE+150.. free.
@@ -34,7 +34,7 @@ dbd_port=$((base + 150)) my_port=$((base + 151))
 stop() {
   local f p pids=()
   # Only a live process of this directory: a pid file left by a killed daemon names another
-  # process by now (contrib/pidfile.sh).
+  # process by now (contrib/lib.sh).
   for f in "$d/slurmdbd.pid" "$d/mariadb.pid"; do
     p=$(daemon_pid "$f" "$d/")
     [ -n "$p" ] && pids+=("$p") && kill "$p" 2>/dev/null || true
@@ -52,11 +52,8 @@ case $cmd in
   *) die "usage: slurmdbd.sh up|down ..." ;;
 esac
 [ -n "$release" ] && [ -n "$cluster" ] || die "up needs --release and --cluster"
-case $release in
-  22.05.8) sbin=/usr/sbin bin=/usr/bin ;;
-  *) p=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$release; sbin=$p/sbin bin=$p/bin
-     [ -x "$sbin/slurmdbd" ] || die "Slurm $release is not installed under $p (contrib/slurm-install.sh $release)" ;;
-esac
+p=$(release_prefix "$release"); sbin=$p/sbin bin=$p/bin
+[ -x "$sbin/slurmdbd" ] || die "Slurm $release is not installed under $p (contrib/slurm-install.sh $release)"
 stop
 rm -rf "$d"; mkdir -p "$d/db"
 mariadb-install-db --user=root --datadir="$d/db" --skip-test-db >"$d/install.log" 2>&1 || die "mariadb-install-db failed (see $d/install.log)"

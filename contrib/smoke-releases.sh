@@ -22,7 +22,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 cd "$repo"
 cache=${GPUTOPO_CACHE:-/var/cache/gputopo}
-skip="22.05.8 24.11.5" budget=480 summary_file=
+. "$here/lib.sh"
+skip=$(releases ci | paste -sd' ') budget=480 summary_file=
 while [ $# -gt 0 ]; do
   case $1 in
     --skip) skip=$2; shift 2 ;;

@@ -10,33 +10,44 @@
 #   clippy      cargo clippy --all-targets -- -D warnings (workspace), and for the plugin
 #               package once per release (SLURM_SRC_DIR = that release's tree)
 #   unit        cargo test (the workspace's default members: no Slurm needed)
+#   fuzz        contrib/fuzz.sh: each fuzz target of fuzz/ for GPUTOPO_FUZZ_SECS (default 12)
+#               seconds from its committed corpus (node Extra, gres.conf/fake_gpus.conf,
+#               gputopo.conf, ledger/health/XID state files, generator labels)
 #   benches     the core's criterion benchmarks, quick form (numbers only, no assertions)
-#   peer-compare  contrib/peer-compare.sh: go-gpuallocator's expected answers (fails on a case
-#               where gputopo's set, or its leftover at an equal set, is worse)
+#   bench-metrics  benches/metrics.rs, quick form (a 1,000-node scrape next to gputopo nodes)
 #   per release R in 22.05.8 24.11.5:
 #     plugin-R  contrib/build-plugin.sh R (the select/gputopo .so for R)
 #     abi-R     the root package's tests (tests/main.rs) with GPUTOPO_PLUGIN_SO, SLURM_SRC_DIR
 #     plugin-unit-R  the plugin library's unit tests (real libslurmfull and stock cons_tres)
-#     e2e-R     the same binary with --ignored: every end-to-end test on a real local cluster
-#               (contrib/cluster.sh), select/gputopo loaded, in GPUTOPO_E2E_SHARDS (default 2)
-#               concurrent shards of one cluster each (contrib/e2e-shards.sh)
-#     stock-R   the tests that compare with stock Slurm again with GPUTOPO_SELECT=cons_tres
-#     gate-R    contrib/slurm-testsuite.sh R gputopo gputopo --tag ci: Slurm's own expect and
-#               python tests tagged ci in contrib/slurm-testsuite/list, stock against gputopo
-#               (select and priority); fails when a test passing with stock does not with gputopo
-#     bench-select-R  contrib/bench-select.sh, light form (overhead next to stock cons_tres)
-#     package-R contrib/test-package.sh R: the Debian package built, installed with dpkg -i, a
-#               GPU job run through the installed files, then removed and purged
+#     e2e-R     the same binary's ignored tests under cargo-nextest (profile e2e,
+#               .config/nextest.toml): every end-to-end test on a real local cluster
+#               (contrib/cluster.sh), select/gputopo loaded, GPUTOPO_E2E_SHARDS (default 2)
+#               clusters at once, each test in its slot's directory
+#     stock-R   profile stock: the tests that compare with stock Slurm, with
+#               GPUTOPO_SELECT=cons_tres (the tests of gputopo's own behaviour are skipped)
+#               Both summary lines count passed, skipped and failed tests: a test that returns
+#               early because it does not apply here counts as skipped (nextest-summary.py)
+#     gate-R    contrib/slurm-testsuite.sh R gputopo gputopo --tag ci --sides gputopo: Slurm's
+#               own expect and python tests tagged ci in contrib/slurm-testsuite/list with
+#               select/gputopo and priority/gputopo; fails when a test that passes with stock
+#               (contrib/slurm-testsuite/expected-R, from the full stock run) does not pass
+#     perf-gate-R  contrib/bench-select.sh --callgrind --nodes 128 --gate 2: fails when
+#               gputopo's own instructions per select_p_job_test exceed 2 % of stock
+#               cons_tres's (callgrind counts, stock measured in the same invocation)
+#     package-R contrib/test-package.sh R: the Debian package and the RPM built (rpmbuild) and
+#               inspected, each installed in a scratch host (contrib/pkg-sandbox.sh), a GPU job
+#               run through the installed files, upgrade/downgrade/reinstall while slurmctld
+#               runs, removal while slurm.conf still names the plugin directory; the 24.11.5
+#               .deb on a host whose Slurm lives under another prefix than the build's
 #   smoke       contrib/smoke-releases.sh: every other release whose tree and install are cached
 #               (25.05.8, 25.11.7, 26.05.3, ... built by hand from a site's tree), newest first:
 #               plugin build, ABI checks, plugin unit tests and 4 e2e tests, within
 #               GPUTOPO_SMOKE_BUDGET seconds (default 480); the summary names each release and
 #               what ran, or why it was skipped (no source tree, no install, time budget)
 #
-# Environment: GPUTOPO_RELEASES (default "22.05.8 24.11.5"), GPUTOPO_STOCK_TESTS (test name
-# filters for the stock run, default "e2e::foundation e2e::select e2e::identity
-# e2e::gres_configs e2e::engine e2e::shared e2e::preempt e2e::gang e2e::cons_tres_features e2e::resv_gres"),
-# GPUTOPO_E2E_SHARDS (1 = one test at a time, as cargo test --test-threads=1), CARGO_TARGET_DIR.
+# Environment: GPUTOPO_RELEASES (default: the ci releases of slurm-headers/releases.tsv), GPUTOPO_E2E_SHARDS (clusters at
+# once; 1 = one test at a time), CARGO_TARGET_DIR. The stock run's tests are the nextest
+# profile's (.config/nextest.toml).
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,8 +57,9 @@ export PATH=$HOME/.cargo/bin:/root/.cargo/bin:$PATH
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
 case $CARGO_TARGET_DIR in /*) ;; *) CARGO_TARGET_DIR=$repo/$CARGO_TARGET_DIR ;; esac
 export CARGO_TERM_COLOR=never
-releases=${GPUTOPO_RELEASES:-22.05.8 24.11.5}
-stock_tests=${GPUTOPO_STOCK_TESTS:-e2e::foundation e2e::select e2e::identity e2e::gres_configs e2e::engine e2e::shared e2e::preempt e2e::gang e2e::cons_tres_features e2e::resv_gres}
+# shellcheck source=contrib/lib.sh
+. "$here/lib.sh"
+releases=${GPUTOPO_RELEASES:-$(releases ci | paste -sd' ')}
 shards=${GPUTOPO_E2E_SHARDS:-2}
 logdir=$CARGO_TARGET_DIR/test-all
 mkdir -p "$logdir"
@@ -86,6 +98,8 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 command -v cargo >/dev/null || { echo "test-all.sh: cargo not found (install Rust first)" >&2; exit 1; }
+cargo nextest --version >/dev/null 2>&1 ||
+  { echo "test-all.sh: cargo-nextest not found (cargo install cargo-nextest --locked)" >&2; exit 1; }
 
 phase deps "$here/install-deps.sh" || { print_summary; exit 1; }
 for r in $releases; do
@@ -99,14 +113,36 @@ for r in $releases; do
   SLURM_SRC_DIR=$src phase "clippy-$r" cargo clippy -p gputopo --all-targets -- -D warnings
 done
 phase unit cargo test
+# Every parser of input another party wrote, fuzzed for a bounded time (seconds per target).
+FUZZ_SECS=${GPUTOPO_FUZZ_SECS:-12} phase fuzz "$here/fuzz.sh"
 # Criterion benchmarks of the core in their quick form: they print numbers, they assert nothing.
-phase benches cargo bench -p gputopo-core --bench placement --bench sim --bench priority \
+phase benches cargo bench -p gputopo-core -p gputopo-eval --bench placement --bench sim --bench priority \
   --bench steer --bench victims -- --quick --noplot
+# One gputopo metrics scrape of a 1,000-node cluster against gputopo nodes on the same data.
+phase bench-metrics cargo bench -p gputopo-agent --bench metrics -- --quick --noplot
 
 # The gputopo command (gres.conf for the harness; the agent's e2e tests also run it).
 phase gputopo-bin cargo build --release -p gputopo-agent --bin gputopo
 export GPUTOPO_BIN=$CARGO_TARGET_DIR/release/gputopo
-phase peer-compare "$here/peer-compare.sh"
+
+# e2e_phase NAME PROFILE: the e2e tests of a nextest profile on release $r's cluster. Its
+# summary line counts them (contrib/nextest-summary.py): skipped are the tests that returned
+# early because they do not apply here (tests/skip.rs) and those the profile leaves out of the
+# full e2e run; nextest itself counts both kinds differently (the first as passed).
+e2e_phase() {
+  local name=$1 profile=$2 junit=$CARGO_TARGET_DIR/nextest/$2/junit.xml rc counts
+  local list=(cargo nextest list -p gputopo --test main --run-ignored only --message-format oneline)
+  comm -23 <("${list[@]}" -P e2e 2>/dev/null | sort) <("${list[@]}" -P "$profile" 2>/dev/null | sort) \
+    > "$logdir/$name.left-out"
+  rm -f "$junit"
+  GPUTOPO_E2E=1 GPUTOPO_E2E_DIR_PREFIX=/tmp/gputopo-e2e-$r phase "$name" \
+    cargo nextest run -p gputopo --test main -P "$profile" --run-ignored only --test-threads "$shards"
+  rc=$?
+  counts=$("$here/nextest-summary.py" "$junit" "$logdir/$name.left-out")
+  printf '%s\n' "$counts" | tee -a "$logdir/$name.log"
+  summary[${#summary[@]}-1]+="  ${counts##*$'\n'}"
+  return "$rc"
+}
 
 # Runs the root package's test binary for release $r with extra args.
 root_tests() {
@@ -124,17 +160,17 @@ for r in $releases; do
   export SLURM_SRC_DIR=$src GPUTOPO_PLUGIN_SO=$so GPUTOPO_SLURM_RELEASE=$r
   phase "abi-$r" root_tests
   phase "plugin-unit-$r" cargo test -p gputopo --lib
-  # The e2e suite in concurrent shards (two clusters at once; see contrib/e2e-shards.sh).
-  GPUTOPO_E2E=1 GPUTOPO_SELECT=gputopo phase "e2e-$r" "$here/e2e-shards.sh" --shards "$shards" \
-    --dir-prefix "/tmp/gputopo-e2e-$r" --times "$logdir/e2e-times-$r"
-  # shellcheck disable=SC2086
-  GPUTOPO_E2E=1 GPUTOPO_SELECT=cons_tres phase "stock-$r" "$here/e2e-shards.sh" --shards "$shards" \
-    --dir-prefix "/tmp/gputopo-e2e-$r" --times "$logdir/stock-times-$r" $stock_tests
-  # Slurm's own testsuite, the part tagged ci, stock against gputopo (docs/harness.md).
-  phase "gate-$r" "$here/slurm-testsuite.sh" "$r" gputopo gputopo --tag ci --work "/tmp/gputopo-ts-ci-$r"
-  # The select overhead benchmark in its light form (stock, forwarding-only and gputopo on the
-  # same burst; prints sdiag and time per select_p_job_test side by side).
-  BENCH_LIGHT=1 phase "bench-select-$r" "$here/bench-select.sh" --release "$r"
+  # The e2e suite under cargo-nextest, $shards clusters at once (.config/nextest.toml).
+  "$here/cluster.sh" munge
+  GPUTOPO_SELECT=gputopo e2e_phase "e2e-$r" e2e
+  GPUTOPO_SELECT=cons_tres e2e_phase "stock-$r" stock
+  # The perf gate (callgrind counts are repeatable on a loaded machine; wall-clock is not).
+  BENCH_DIR=/tmp/gputopo-perf-gate-$r phase "perf-gate-$r" "$here/bench-select.sh" \
+    --release "$r" --callgrind --nodes 128 --gate 2
+  # Slurm's own testsuite, the part tagged ci, with gputopo against the stock results of the
+  # full gate run committed per release (docs/harness.md, "Slurm's own testsuite").
+  phase "gate-$r" "$here/slurm-testsuite.sh" "$r" gputopo gputopo --tag ci --sides gputopo \
+    --work "/tmp/gputopo-ts-ci-$r"
   phase "package-$r" "$here/test-package.sh" "$r"
   unset SLURM_SRC_DIR GPUTOPO_PLUGIN_SO GPUTOPO_SLURM_RELEASE
 done

@@ -1,85 +1,149 @@
 #!/usr/bin/env bash
-# The Debian package of one release, end to end, as an administrator would use it (as root):
+# Both package kinds of one release, end to end, as an administrator uses them (as root):
 #
-#   contrib/test-package.sh 22.05.8|24.11.5
+#   contrib/test-package.sh 22.05.8|24.11.5 [deb] [rpm]     # default: both
 #
-# builds the package (contrib/package.sh), installs it with dpkg -i, checks what dpkg installed
-# (the files, the generated plugin directory), starts a one-node local cluster whose slurm.conf
-# points PluginDir at the installed directory and whose gres.conf is written by the installed
-# /usr/bin/gputopo, runs a 2-GPU job and checks it got the best-connected pair, checks slurmctld
-# mapped the installed .so (not the build tree's), then removes and purges the package and checks
-# that nothing of it is left. Prints "N passed, N failed" and exits non-zero on any failure.
+# 0. contrib/test-pkg-maint.sh: the maintainer logic alone, case by case (seconds)
+# 1. builds the Debian package and the RPM (contrib/package.sh, --rpm), each twice (--revision 2:
+#    the "newer" package of the upgrade tests; cargo reuses the binaries, so it costs seconds)
+# 2. inspects them without installing: the control file (dpkg-deb -f, its Depends and
+#    Slurm-Release), the file lists (dpkg-deb -c, rpm -qlp), the RPM's dependencies, scriptlets,
+#    file triggers and %config(noreplace) files (rpm -qp --requires --scripts --filetriggers),
+#    that no installed file names the build host's Slurm prefix and the plugin has no RUNPATH,
+#    and lintian (errors and warnings fail; "skipped" when lintian is not installed)
+# 3. installs and uses each in its own scratch host (contrib/pkg-sandbox.sh: this host behind a
+#    copy-on-write layer in a private mount namespace; the host itself never gets the package):
+#    contrib/test-package-install.sh runs a GPU job through the installed files, upgrades,
+#    downgrades and reinstalls while slurmctld runs, and removes the package while slurm.conf
+#    still points at it. For a release built from source (24.11.5) the Debian package is
+#    installed on a host whose Slurm lives under another prefix than the build's.
+# Prints one line per check and "package R: N passed, N failed"; exits non-zero on any failure.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-release=${1:?usage: test-package.sh RELEASE}
-dir=${GPUTOPO_PKG_CLUSTER_DIR:-/tmp/gputopo-pkg-$release}
-passed=0 failed=0
-check() { # check WHAT CMD...: one assertion
-  local what=$1; shift
-  if "$@" >/dev/null 2>&1; then passed=$((passed + 1)); echo "ok     $what"
-  else failed=$((failed + 1)); echo "FAILED $what"; fi
-}
+release=${1:?usage: test-package.sh RELEASE [deb] [rpm]}
+shift
+kinds=${*:-deb rpm}
+check_prefix=""
+# shellcheck source=contrib/checks.sh
+. "$here/checks.sh"
 finish() {
-  QUIET=1 "$here/cluster.sh" down --dir "$dir" >/dev/null 2>&1 || true
-  dpkg -s gputopo >/dev/null 2>&1 && dpkg --purge gputopo >/dev/null 2>&1
   echo "package $release: $passed passed, $failed failed"
   [ "$failed" = 0 ]
   exit
 }
-[ "$(id -u)" = 0 ] || { echo "test-package.sh: run as root (dpkg -i)" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "test-package.sh: run as root (mount namespaces, dpkg -i, rpm -i)" >&2; exit 1; }
+cache=${GPUTOPO_CACHE:-/var/cache/gputopo}
+t0=$(date +%s)
 
-deb=$("$here/package.sh" "$release" | tail -n 1) || { echo "test-package.sh: package.sh failed" >&2; failed=1; finish; }
-echo "package: $deb"
-check "dpkg-deb reads the control file" dpkg-deb --field "$deb" Package Version Depends
-dpkg --purge gputopo >/dev/null 2>&1 || true
-check "dpkg -i installs it" dpkg -i "$deb"
-multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
-pdir=/usr/lib/$multiarch/gputopo/plugins
-check "the agent is installed" test -x /usr/bin/gputopo
-check "the health check is installed" test -x /usr/libexec/gputopo/healthcheck
-check "postinst built the plugin directory" test -f "$pdir/select_gputopo_cons_tres.so"
-check "priority role is a link to the same file" test "$(readlink "$pdir/priority_gputopo.so")" = select_gputopo_cons_tres.so
-check "no stock select_cons_tres.so in the plugin directory" test ! -e "$pdir/select_cons_tres.so"
-check "stock plugins are linked" test -L "$pdir/sched_backfill.so"
-check "the example gputopo.conf is installed" test -f /usr/share/doc/gputopo/examples/gputopo.conf
-check "the upgrade notes are installed" test -f /usr/share/doc/gputopo/NEWS.Debian.gz
-check "dpkg verifies the installed files" dpkg --verify gputopo
-# A Slurm update that changes the stock plugin directory fires the trigger; the postinst then
-# relinks what is missing (here: a link removed by hand).
-rm -f "$pdir/sched_backfill.so"
-# A plugin directory of gputopo < 0.2 held select_gputopo.so (a second id 109 next to the new file).
-touch "$pdir/select_gputopo.so"
-stock=$(. /usr/share/gputopo/layout && echo "$GPUTOPO_STOCK_DIR")
-dpkg-trigger --no-await "$stock" && dpkg --triggers-only gputopo >/dev/null 2>&1
-check "the stock-dir trigger relinks the plugin directory" test -L "$pdir/sched_backfill.so"
-check "the refresh removes the old select_gputopo.so" test ! -e "$pdir/select_gputopo.so"
+# --- 0. the maintainer logic alone (slurm.conf parsing, discovery order, removal rules) -----
+out=$("$here/test-pkg-maint.sh" 2>&1)
+echo "$out"
+p=$(sed -n 's/^maint: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' <<<"$out")
+if [ -n "$p" ]; then passed=$((passed + ${p% *})) failed=$((failed + ${p#* }))
+elif ! grep -q '^skipped: maint.sh cases' <<<"$out"; then check "contrib/test-pkg-maint.sh ran to its end" false; fi
 
-if GPUTOPO_BIN=/usr/bin/gputopo QUIET=1 "$here/cluster.sh" up --release "$release" --nodes 1 \
-     --topology dgx1v --plugin-dir "$pdir" --dir "$dir" >/dev/null; then
-  eval "$("$here/cluster.sh" env --dir "$dir")"
-  job=$(cd "$dir" && sbatch --parsable --gres=gpu:2 -o "$dir/pkg-%j.out" --wrap 'echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"; sleep 30')
-  for _ in $(seq 300); do
-    state=$(squeue -h -j "$job" -o %T 2>/dev/null)
-    [ "$state" = RUNNING ] && break
-    sleep 0.1
+# --- 1. build -----------------------------------------------------------------------------
+declare -A pkg
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+for k in $kinds; do
+  flag=; [ "$k" = rpm ] && flag=--rpm
+  for rev in 1 2; do
+    revarg=(); [ "$rev" = 2 ] && revarg=(--revision 2)
+    if ! pkg[$k$rev]=$("$here/package.sh" "$release" $flag "${revarg[@]}" 2>"$log" | tail -n 1) ||
+       [ ! -f "${pkg[$k$rev]}" ]; then
+      tail -n 30 "$log"
+      check "contrib/package.sh $release $flag ${revarg[*]} builds" false
+      finish
+    fi
   done
-  check "a 2-GPU job runs through the installed plugin" test "$state" = RUNNING
-  idx=$(scontrol show job -d "$job" | sed -n 's/.*GRES=gpu[^(]*(IDX:\([^)]*\)).*/\1/p' | head -n 1)
-  echo "job $job got GPUs $idx"
-  # Idle DGX-1V, 2 GPUs: an NV2 pair; the stock lowest-index answer 0,1 is only NV1.
-  check "it got an NVLink-2 pair, not stock's 0-1 (got $idx)" test -n "$idx" -a "$idx" != 0-1 -a "$idx" != 0,1
-  ctld=$(cat "$dir/slurmctld.pid" 2>/dev/null || pgrep -f "slurmctld.*$dir" | head -n 1)
-  check "slurmctld mapped the installed select_gputopo_cons_tres.so" grep -q "$pdir/select_gputopo_cons_tres.so" "/proc/$ctld/maps"
-  scancel "$job"
-  QUIET=1 "$here/cluster.sh" down --dir "$dir" >/dev/null 2>&1
-else
-  check "a cluster starts with PluginDir=$pdir" false
-fi
+  echo "$k: ${pkg[${k}1]} (and revision 2)"
+done
+echo "built in $(( $(date +%s) - t0 )) s"
 
-check "dpkg -r removes it" dpkg -r gputopo
-check "the plugin directory is gone" test ! -e "$pdir/select_gputopo_cons_tres.so" -a ! -L "$pdir/sched_backfill.so"
-check "the agent is gone" test ! -e /usr/bin/gputopo
-check "dpkg --purge leaves nothing" dpkg --purge gputopo
-check "no file of gputopo is left" test ! -e "/usr/lib/$multiarch/gputopo" -a ! -e /usr/share/doc/gputopo -a ! -e /usr/share/gputopo
+# --- 2. inspect ---------------------------------------------------------------------------
+no_runpath() { [ -f "$1" ] && ! readelf -d "$1" | grep -q RUNPATH; }
+for k in $kinds; do
+  p=${pkg[${k}1]}
+  x=$(mktemp -d)
+  case $k in
+    deb)
+      check "deb: dpkg-deb reads the control file" dpkg-deb --field "$p" Package Version Depends
+      check "deb: it names its Slurm release" test "$(dpkg-deb --field "$p" Slurm-Release)" = "$release"
+      check "deb: it depends on binutils (the scripts read plugin_version)" grep -q binutils <<<"$(dpkg-deb --field "$p" Depends)"
+      if [ "$release" = 22.05.8 ]; then
+        check "deb: it depends on Debian's Slurm 22.05.8 exactly" grep -qF 'slurm-wlm-basic-plugins (>= 22.05.8), slurm-wlm-basic-plugins (<< 22.05.9~)' <<<"$(dpkg-deb --field "$p" Depends)"
+      fi
+      list=$(dpkg-deb -c "$p")
+      for f in usr/bin/gputopo usr/libexec/gputopo/healthcheck usr/share/gputopo/maint.sh etc/slurm/gputopo.conf etc/default/gputopo usr/share/doc/gputopo/examples/gputopo.conf; do
+        check "deb: ships /$f" grep -q " \./$f\$" <<<"$list"
+      done
+      dpkg-deb -R "$p" "$x"
+      check "deb: the plugin has no RUNPATH (to the build host's libslurmfull.so)" no_runpath "$x"/usr/lib/*/gputopo/select_gputopo_cons_tres.so
+      check "deb: conffiles: gputopo.conf and /etc/default/gputopo" test "$(sort "$x/DEBIAN/conffiles" | tr '\n' ' ')" = "/etc/default/gputopo /etc/slurm/gputopo.conf "
+      check "deb: triggers on the Slurm packages' plugin directories" grep -q '^interest-noawait /usr/lib/.*/slurm-wlm$' "$x/DEBIAN/triggers"
+      check "deb: nothing in it names the build's Slurm prefix (docs aside)" bash -c "! grep -rlIF '$cache/slurm-' '$x' --exclude-dir=doc"
+      if command -v lintian >/dev/null; then
+        lint=$(lintian --fail-on error,warning "$p" 2>&1); rc=$?
+        grep -v 'root privileges' <<<"$lint" | sed 's/^/  [lintian] /'
+        check "deb: lintian finds no error or warning" test "$rc" = 0
+      else
+        echo "skipped: deb: lintian (not installed)"
+      fi ;;
+    rpm)
+      check "rpm: rpm reads it" rpm -qp "$p"
+      check "rpm: Release names the Slurm release" grep -q "\.slurm$release" <<<"$(rpm -qp --qf '%{RELEASE}' "$p")"
+      reqs=$(rpm -qp --requires "$p")
+      check "rpm: requires slurm = $release (SchedMD's package name)" grep -qxF "slurm(x86-64) = $release" <<<"$reqs"
+      check "rpm: requires binutils for its scriptlets" grep -qx 'binutils' <<<"$reqs"
+      list=$(rpm -qlp "$p")
+      for f in /usr/bin/gputopo /usr/lib64/gputopo/select_gputopo_cons_tres.so /usr/lib64/gputopo/plugins /usr/libexec/gputopo/healthcheck /usr/share/gputopo/maint.sh /usr/share/man/man1/gputopo.1 /etc/slurm/gputopo.conf /etc/sysconfig/gputopo; do
+        check "rpm: ships $f" grep -qx "$f" <<<"$list"
+      done
+      flags=$(rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$p")
+      check "rpm: gputopo.conf is %config(noreplace)" grep -qx 'cn /etc/slurm/gputopo.conf' <<<"$flags"
+      check "rpm: /etc/sysconfig/gputopo is %config(noreplace)" grep -qx 'cn /etc/sysconfig/gputopo' <<<"$flags"
+      scripts=$(rpm -qp --scripts --filetriggers "$p")
+      check "rpm: %post configures (maint.sh, as the Debian postinst)" grep -q 'maint.sh configure' <<<"$scripts"
+      check "rpm: %preun removes on erase only" grep -q 'maint.sh remove --final' <<<"$scripts"
+      check "rpm: a file trigger on %{_libdir}/slurm refreshes" grep -q 'transfiletriggerin.* -- /usr/lib64/slurm' <<<"$scripts"
+      rpm2archive - < "$p" | tar -xzf - -C "$x"
+      check "rpm: the plugin has no RUNPATH (to the build host's libslurmfull.so)" no_runpath "$x/usr/lib64/gputopo/select_gputopo_cons_tres.so"
+      check "rpm: nothing in it names the build's Slurm prefix (docs aside)" bash -c "! grep -rlIF '$cache/slurm-' '$x' --exclude-dir=doc" ;;
+  esac
+  rm -rf "$x"
+done
+
+# --- 3. install and use, each kind in its own scratch host ---------------------------------
+for k in $kinds; do
+  sandbox=("$here/pkg-sandbox.sh")
+  other=()
+  if [ "$k" = deb ] && [ "$release" != 22.05.8 ]; then
+    # The build's prefix is $cache/slurm-R; the host's Slurm lives under another one of the same
+    # length (pkg-sandbox.sh rewrites the compiled-in paths of a copy).
+    old=$cache/slurm-$release
+    pad=$(( ${#old} - 5 - ${#release} - 7 ))
+    if [ "$pad" -ge 1 ]; then
+      name=site-slurm
+      while [ "${#name}" -lt "$pad" ]; do name=${name}x; done
+      new=/opt/${name:0:$pad}/slurm-$release
+      sandbox+=(--relocate "$old" "$new")
+      other=(--other-prefix "$new")
+    else
+      echo "skipped: deb $release on another prefix ($old is too short to relocate)"
+    fi
+  fi
+  t1=$(date +%s)
+  out=$("${sandbox[@]}" "$here/test-package-install.sh" "$k" "$release" "${pkg[${k}1]}" "${pkg[${k}2]}" "${other[@]}" 2>&1)
+  echo "$out"
+  p=$(sed -n "s/^$k $release: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p" <<<"$out")
+  if [ -n "$p" ]; then
+    passed=$((passed + ${p% *})) failed=$((failed + ${p#* }))
+  else
+    check "$k $release: the install test ran to its end" false
+  fi
+  echo "$k $release: install test in $(( $(date +%s) - t1 )) s"
+done
+echo "package $release: $(( $(date +%s) - t0 )) s in all"
 finish

@@ -18,7 +18,8 @@
 # (GPUTOPO_PLUGIN_SO / GPUTOPO_BIN honoured). Takes a few minutes: slurmctld runs ~20x slower.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-release=22.05.8 dir=/tmp/gputopo-valgrind-priority tasks=20 dbd=
+. "$here/lib.sh"
+release=$(default_release) dir=/tmp/gputopo-valgrind-priority tasks=20 dbd=
 while [ $# -gt 0 ]; do
   case $1 in
     --release) release=$2; shift 2 ;;
@@ -38,7 +39,7 @@ if [ -n "$dbd" ]; then
   cat "$extra" > "$conf"
   "$here/slurmdbd.sh" up --release "$release" --dir "$dir" --cluster vgprio >> "$conf"
   echo AccountingStorageEnforce=associations >> "$conf"
-  case $release in 22.05.8) sbin=/usr/bin ;; *) sbin=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$release/bin ;; esac
+  sbin=$(release_prefix "$release")/bin
   mgr() { SLURM_CONF=$dir.dbd/slurm.conf "$sbin/sacctmgr" -i "$@" >/dev/null; }
   mgr add qos high priority=100; mgr add qos low priority=10
   mgr add account acct_a; mgr add user root account=acct_a qos=normal,high,low

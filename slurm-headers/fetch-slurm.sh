@@ -4,8 +4,9 @@
 #   slurm-headers/fetch-slurm.sh 22.05.8   # Debian 12's source package, Debian patches applied
 #   slurm-headers/fetch-slurm.sh 24.11.5   # the upstream tarball from Debian 13's source archive
 #
-# Any other supported release (25.05.8, 25.11.7, 26.05.3, ...) has no source a package registry
-# serves: this script then prints the tree cached under the same path if a site put it there
+# What to fetch for a release (Debian source package, the upstream tarball's SHA-256) is its
+# line in slurm-headers/releases.tsv. Any other supported release (25.05.8, 25.11.7, 26.05.3,
+# ...) has no source a package registry serves: this script then prints the tree cached under the same path if a site put it there
 # (unpacked, with config.h and slurm/slurm_version.h as below), and otherwise says how to
 # provide one. It never downloads such a release.
 #
@@ -20,28 +21,28 @@
 # (contrib/slurm-install.sh) works on a copy.
 set -euo pipefail
 
-ver=${1:?usage: fetch-slurm.sh <version> (22.05.8 or 24.11.5)}
+ver=${1:?usage: fetch-slurm.sh <version> (a release of slurm-headers/releases.tsv)}
 cache=${GPUTOPO_CACHE:-/var/cache/gputopo}/src
 dest=$cache/slurm-$ver
+. "$(dirname "$0")/../contrib/lib.sh"
 
+# debver: Debian 12's source package (its patches are applied); empty: the upstream tarball
+# alone (Debian 13's .dsc is not served next to it). orig_sha256 pins the upstream tarball.
+debver=$(release_field "$ver" 5) orig_sha256=$(release_field "$ver" 6)
 case $ver in
-  # debver: Debian 12's source package (its patches are applied); empty: the upstream tarball
-  # alone (Debian 13's .dsc is not served next to it). orig_sha256 pins the upstream tarball.
-  22.05.8) debver=22.05.8-4+deb12u3
-           orig_sha256=8c8f6a26a5d51e6c63773f2e02653eb724540ee8b360125c8d7732314ce737d6 ;;
-  24.11.5) debver=
-           orig_sha256=e1a5547edd212c38b5e3230a284133f777b32746551f094aaa81cc4af375e332 ;;
-  [0-9]*.[0-9]*.[0-9]*)
-    if [ -f "$dest/.gputopo-ready" ]; then echo "$dest"; exit 0; fi
-    cat >&2 <<EOM
+  [0-9]*.[0-9]*.[0-9]*) ;;
+  *) echo "fetch-slurm.sh: '$ver' is not a Slurm release (MAJOR.MINOR.MICRO)" >&2; exit 2 ;;
+esac
+if [ -z "$orig_sha256" ]; then
+  if [ -f "$dest/.gputopo-ready" ]; then echo "$dest"; exit 0; fi
+  cat >&2 <<EOM
 fetch-slurm.sh: no package registry serves the source of Slurm $ver; use your site's own tree:
   export SLURM_SRC_DIR=/path/to/slurm-$ver   # configured, or unpacked with an empty config.h and
                                              # slurm/slurm_version.h (SLURM_VERSION_NUMBER)
 or unpack it at $dest the same way and touch $dest/.gputopo-ready.
 EOM
-    exit 2 ;;
-  *) echo "fetch-slurm.sh: '$ver' is not a Slurm release (MAJOR.MINOR.MICRO)" >&2; exit 2 ;;
-esac
+  exit 2
+fi
 
 if [ -f "$dest/.gputopo-ready" ]; then echo "$dest"; exit 0; fi
 
@@ -83,14 +84,9 @@ fi
 
 tree=$tmp/tree
 # The two generated headers bindgen needs (their content does not depend on configure options).
-[ -f "$tree/config.h" ] || : > "$tree/config.h"
-if [ ! -f "$tree/slurm/slurm_version.h" ]; then
-  meta() { awk -v k="$1" '$1 == k":" { print $2 }' "$tree/META"; }
-  major=$(meta Major); minor=$(meta Minor); micro=$(meta Micro)
-  [ "$major.$minor.$micro" = "$ver" ] || { echo "fetch-slurm.sh: META says $major.$minor.$micro, expected $ver" >&2; exit 1; }
-  printf '#ifndef _SLURM_VERSION_H_\n#define _SLURM_VERSION_H_\n#define SLURM_VERSION_NUMBER 0x%02x%02x%02x\n#define SLURM_VERSION_NUM(a,b,c) (((a) << 16) + ((b) << 8) + (c))\n#define SLURM_VERSION_MAJOR(a) (((a) >> 16) & 0xff)\n#define SLURM_VERSION_MINOR(a) (((a) >> 8) & 0xff)\n#define SLURM_VERSION_MICRO(a) ((a) & 0xff)\n#define SLURM_VERSION_STRING "%s"\n#endif\n' \
-    "$((10#$major))" "$((10#$minor))" "$((10#$micro))" "$ver" > "$tree/slurm/slurm_version.h"
-fi
+got=$("$(dirname "$0")/prepare-tree.sh" --release "$tree")
+[ "$got" = "$ver" ] || { echo "fetch-slurm.sh: META says $got, expected $ver" >&2; exit 1; }
+"$(dirname "$0")/prepare-tree.sh" "$tree" --in-place >/dev/null
 touch "$tree/.gputopo-ready"
 rm -rf "$dest"
 mv "$tree" "$dest"

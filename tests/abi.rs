@@ -13,6 +13,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::skip::skip;
+
 struct Inputs {
     so: PathBuf,
     tree: PathBuf,
@@ -27,7 +29,9 @@ fn inputs(test: &str) -> Option<Inputs> {
             tree: tree.into(),
         }),
         _ => {
-            eprintln!("abi::{test}: skipped (set GPUTOPO_PLUGIN_SO and SLURM_SRC_DIR)");
+            skip(format_args!(
+                "abi::{test}: set GPUTOPO_PLUGIN_SO and SLURM_SRC_DIR"
+            ));
             None
         }
     }

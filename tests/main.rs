@@ -2,7 +2,9 @@
 //!
 //! - `abi`: the built plugin exports exactly what the Slurm release requires.
 //! - `e2e`: real munge, slurmctld and slurmd on this host (the `contrib/` harness). These are
-//!   `#[ignore]`d; `contrib/test-all.sh` runs them with `--ignored` and `GPUTOPO_E2E=1`.
+//!   `#[ignore]`d; `contrib/test-all.sh` runs them under cargo-nextest with `GPUTOPO_E2E=1`.
+//! - `skip`: how a test that does not apply at run time reports "skipped".
 
 mod abi;
 mod e2e;
+mod skip;

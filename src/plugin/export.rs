@@ -9,9 +9,10 @@
 //!   symbol of the release's `*_syms[]`), both the exported `extern "C"` functions and the
 //!   struct of stock function pointers they forward to (resolved by `dlsym` on the stock
 //!   plugin), so the two can never drift. Each line is `forward` (call the stock function
-//!   unchanged) or `hook` (call a gputopo function that receives a `forward` closure plus the
-//!   arguments it names, converted by [`HookArg`]). A line may carry attributes, e.g.
-//!   `#[cfg(...)]` for an entry point only some releases of a table's range have.
+//!   unchanged) or `hook` (call a method of the role's hooks trait, which receives a `forward`
+//!   closure plus the arguments it names, converted by [`HookArg`]). A line may carry
+//!   attributes, e.g. `#[cfg(...)]` for an entry point only some releases of a table's range
+//!   have.
 //! - [`own_entry_points!`](crate::own_entry_points): exported functions implemented entirely by
 //!   gputopo (no stock counterpart), e.g. `priority_p_*`.
 //!
@@ -31,8 +32,6 @@
 //! 3. Install the same file also as `priority_gputopo.so` (a symlink in the gputopo plugin dir).
 //!    Slurm's by-name load path does not check the `plugin_type` prefix. If a second artifact is
 //!    preferred instead, a tiny cdylib crate invokes these same macros with its own identity.
-
-use std::ffi::c_void;
 
 use crate::slurm::EntryPtr;
 
@@ -107,17 +106,6 @@ plain_hook_args!(
     ()
 );
 
-/// Reads a function pointer of type `F` from a `dlsym` result.
-///
-/// # Safety
-/// `sym` is non-null and the address of a function whose C prototype is exactly `F`.
-pub unsafe fn fn_from_symbol<F: Copy>(sym: *mut c_void) -> F {
-    const { assert!(size_of::<F>() == size_of::<*mut c_void>()) };
-    // SAFETY: F is a (thin) function pointer type of the same size; the caller guarantees the
-    // prototype.
-    unsafe { std::mem::transmute_copy::<*mut c_void, F>(&sym) }
-}
-
 /// Emits the identity data symbols and the reference-counted `init`/`fini` of this `.so`.
 ///
 /// ```ignore
@@ -173,22 +161,26 @@ macro_rules! plugin_identity {
 ///
 /// ```ignore
 /// forwarding_table! {
-///     stock StockSelect from crate::plugin::stock::select;
+///     stock StockSelect;
+///     hooks SelectHooks = Steer;
 ///     forward fn select_p_state_save(dir_name: *mut c_char) -> c_int, fail = SLURM_ERROR;
-///     hook fn select_p_job_test(job_ptr: *mut job_record_t, /* ... */ mode: u16) -> c_int,
-///         fail = SLURM_ERROR => crate::plugin::steer::job_test(job_ptr, mode);
+///     hook fn select_p_reconfigure() -> c_int, fail = SLURM_ERROR => reconfigure();
 /// }
 /// ```
-/// `from` names a `fn() -> Result<&'static Stock, PluginError>`; the generated
-/// `Stock::resolve(&StockLibrary)` builds the table by `dlsym`.
+/// `stock` names the generated table type: `Stock::load(&StockLibrary)` resolves it by `dlsym`
+/// once per process, `Stock::get()` hands it to the entry points. `hooks` names the trait (in
+/// scope at the call site) and the value implementing it; a `hook` or `guarded` line calls the
+/// trait method it names with `forward` first, then the arguments it lists, each converted by
+/// [`HookArg`].
 #[macro_export]
 macro_rules! forwarding_table {
     (
-        stock $stock:ident from $acc:path;
+        stock $stock:ident;
+        hooks $hooks_trait:ident = $hooks:expr;
         $(
             $(#[$attr:meta])*
             $kind:ident fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) -> $ret:ty, fail = $fail:expr
-                $( => $($hp:ident)::+ ( $($harg:ident),* ) )? ;
+                $( => $method:ident ( $($harg:ident),* ) )? ;
         )*
     ) => {
         /// The stock plugin's entry points, resolved by `dlsym` (same prototypes as ours).
@@ -201,25 +193,41 @@ macro_rules! forwarding_table {
             )*
         }
 
+        /// The table, resolved by the first successful [`load`](#method.load).
+        static STOCK_TABLE: ::std::sync::OnceLock<$stock> = ::std::sync::OnceLock::new();
+
         impl $stock {
-            /// Resolves every entry point in the stock plugin.
+            /// Resolves every entry point in the stock plugin (once per process).
             ///
             /// # Errors
             /// [`PluginError::StockSymbol`](crate::plugin::PluginError) for a missing symbol.
-            pub fn resolve(
-                lib: &$crate::plugin::stock::StockLibrary,
-            ) -> Result<Self, $crate::plugin::PluginError> {
-                Ok(Self {
+            pub fn load(
+                lib: &$crate::plugin::select::stock::StockLibrary,
+            ) -> Result<&'static Self, $crate::plugin::PluginError> {
+                if let Some(table) = STOCK_TABLE.get() {
+                    return Ok(table);
+                }
+                let table = Self {
                     $(
                         $(#[$attr])*
                         $name: {
                             let sym = lib.symbol(stringify!($name))?;
                             // SAFETY: the stock plugin of the same release defines this symbol
                             // with exactly this prototype (same `*_syms[]` entry, same ops type).
-                            unsafe { $crate::plugin::export::fn_from_symbol(sym) }
+                            unsafe { $crate::slurm::ctld::fn_from_symbol(sym) }
                         },
                     )*
-                })
+                };
+                Ok(STOCK_TABLE.get_or_init(|| table))
+            }
+
+            /// The table [`load`](#method.load) resolved.
+            ///
+            /// # Errors
+            /// [`PluginError::NotStarted`](crate::plugin::PluginError) before the first
+            /// successful `init`.
+            pub fn get() -> Result<&'static Self, $crate::plugin::PluginError> {
+                STOCK_TABLE.get().ok_or($crate::plugin::PluginError::NotStarted)
             }
         }
 
@@ -232,9 +240,11 @@ macro_rules! forwarding_table {
             #[unsafe(no_mangle)]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
                 $crate::plugin::guard::entry(stringify!($name), $fail, || {
-                    let stock = $acc()?;
-                    let stock_fn = stock.$name;
-                    $crate::__entry_body!($kind stock_fn ($($arg),*) $(=> $($hp)::+ ($($harg),*))?)
+                    let stock_fn = $stock::get()?.$name;
+                    $crate::__entry_body!(
+                        $kind stock_fn ($($arg),*)
+                        $(=> $hooks_trait, $hooks, $method ($($harg),*))?
+                    )
                 })
             }
         )*
@@ -252,12 +262,13 @@ macro_rules! __entry_body {
     };
     // `guarded`: like `hook`, but the hook runs after a panic too; it decides itself what is
     // safe then (`select_p_job_test` keeps withholding GPUs it knows are faulty).
-    (guarded $f:ident ($($arg:ident),*) => $($hp:ident)::+ ($($harg:ident),*)) => {{
+    (guarded $f:ident ($($arg:ident),*) => $tr:ident, $hooks:expr, $method:ident ($($harg:ident),*)) => {{
         let forward = move || {
             // SAFETY: as for `forward` lines: unchanged arguments to the identical prototype.
             unsafe { $f($($arg),*) }
         };
-        Ok($($hp)::+(
+        Ok($tr::$method(
+            &$hooks,
             forward,
             $(
                 // SAFETY: an argument of the entry-point call that is running now.
@@ -265,12 +276,12 @@ macro_rules! __entry_body {
             ),*
         ))
     }};
-    (hook $f:ident ($($arg:ident),*) => $($hp:ident)::+ ($($harg:ident),*)) => {{
+    (hook $f:ident ($($arg:ident),*) => $tr:ident, $hooks:expr, $method:ident ($($harg:ident),*)) => {{
         if $crate::plugin::guard::is_degraded() {
             // SAFETY: as for `forward` lines: unchanged arguments to the identical prototype.
             Ok(unsafe { $f($($arg),*) })
         } else {
-            $crate::__entry_body!(guarded $f ($($arg),*) => $($hp)::+ ($($harg),*))
+            $crate::__entry_body!(guarded $f ($($arg),*) => $tr, $hooks, $method ($($harg),*))
         }
     }};
 }

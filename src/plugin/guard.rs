@@ -103,9 +103,10 @@ mod tests {
     /// (`is_degraded` is process-wide, so the two share one test).
     fn after_a_panic_job_test_withholds_known_faulty_nodes() {
         use crate::ffi;
-        use crate::plugin::steer::{degraded, state::SteerState};
+        use crate::plugin::select::steer::{degraded, state::SteerState};
         use crate::slurm::EntryPtr;
         use crate::slurm::bitmap::{Bitmap, BitmapRef, NodeIndex};
+        use gputopo_core::steer::tries::CallMode;
         use std::cell::RefCell;
         use std::sync::atomic::Ordering;
 
@@ -124,10 +125,10 @@ mod tests {
             offered.replace(b.iter_set().map(|n| n.0).collect());
             0
         };
-        for mode in [ffi::SELECT_MODE_RUN_NOW, ffi::SELECT_MODE_WILL_RUN] {
+        for mode in [CallMode::RunNow, CallMode::WillRun] {
             // SAFETY: raw is live for this call.
             let arg = unsafe { EntryPtr::new(raw) };
-            assert_eq!(degraded::job_test(&st, forward, arg, mode as u16), 0);
+            assert_eq!(degraded::job_test(&st, forward, arg, mode), 0);
             assert_eq!(*offered.borrow(), [0, 1, 2, 4, 5, 6, 7], "node 3 withheld");
         }
         assert_eq!(st.stats.degraded_calls.load(Ordering::Relaxed), 2);
@@ -138,7 +139,7 @@ mod tests {
         raw_mut.set(NodeIndex(3)).unwrap();
         // SAFETY: as above.
         let arg = unsafe { EntryPtr::new(raw) };
-        degraded::job_test(&st, forward, arg, ffi::SELECT_MODE_TEST_ONLY as u16);
+        degraded::job_test(&st, forward, arg, CallMode::TestOnly);
         assert_eq!(offered.borrow().len(), 8);
         assert_eq!(st.stats.degraded_calls.load(Ordering::Relaxed), 2);
         let mut raw = raw;

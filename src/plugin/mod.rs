@@ -4,9 +4,9 @@
 //! - [`export`]: the macros that emit identity data, `init`/`fini` and entry points.
 //! - [`guard`]: `catch_unwind` + error logging + degraded mode around every entry point.
 //! - [`lifecycle`]: reference-counted, role-agnostic `init`/`fini`.
-//! - [`stock`]: the dlopen'ed stock `select/cons_tres`.
-//! - [`select`]: the select role; its entry-point table is `crate::ffi::select_abi`.
-//! - [`steer`]: the two select hooks (`job_test`, `select_nodeinfo_set`).
+//! - [`select`]: the select role, all in one folder: its entry-point table, hooks trait,
+//!   gputopo's hooks and the dlopen'ed stock `select/cons_tres`.
+//! - [`priority`]: the priority role and its entry-point table.
 
 pub mod error;
 pub mod export;
@@ -14,8 +14,6 @@ pub mod guard;
 pub mod lifecycle;
 pub mod priority;
 pub mod select;
-pub mod steer;
-pub mod stock;
 
 pub use error::PluginError;
 

@@ -118,7 +118,7 @@ fn set(_last_prio: u32, job: Option<EntryPtr<'_, ffi::job_record_t>>) -> Result<
     let cfg = STATE.config();
     let ext = STATE.ext.lock().unwrap_or_else(PoisonError::into_inner);
     let ext = if STATE.with_dbd() { None } else { ext.as_ref() };
-    let _assoc = prio::AssocLock::acquire(false, false);
+    let _assoc = prio::AssocLock::read_assoc_qos();
     let mut scratch = Scratch::read();
     let p = compute(&mut job, &cfg, ext, now(), &mut scratch);
     log::debug!("initial priority for job {} is {p}", job.id());
@@ -199,7 +199,7 @@ fn factors_list(
 #[cfg(not(priority_abi = "22.05"))]
 fn factors_list_filtered(uid: u32, filter: &sprio::Filter) -> Result<*mut ffi::xlist, PluginError> {
     let cfg = STATE.config();
-    let _assoc = prio::AssocLock::acquire(false, false);
+    let _assoc = prio::AssocLock::read_assoc_qos();
     Ok(sprio::factors_list_under_slurm_lock(
         &cfg,
         uid,
@@ -219,7 +219,7 @@ fn factors_list(
         return Ok(std::ptr::null_mut());
     };
     let filter = sprio::Filter::from_entry(req);
-    let _assoc = prio::AssocLock::acquire(false, false);
+    let _assoc = prio::AssocLock::read_assoc_qos();
     let jobs = JobsLocked::new(&ctld);
     Ok(sprio::factors_list(&jobs, &cfg, uid, &filter, now()))
 }

@@ -1,18 +1,22 @@
-//! The select role: `select/gputopo` is `select/cons_tres` plus two hooks.
+//! The select role: `select/gputopo_cons_tres` is `select/cons_tres` plus hooks.
 //!
-//! What gputopo changes in Slurm's select API is the per-release entry-point table
-//! (`crate::ffi::select_abi::v22_05` / `v23_11` / `v25_05`, chosen by
-//! `cfg(select_abi)`): every
-//! `select_p_*` of the release is listed there, `forward`ed unchanged to the stock plugin
-//! except `select_p_job_test` and `select_p_select_nodeinfo_set` (→ [`crate::plugin::steer`])
-//! and `select_p_reconfigure` (→ [`reconfigure`], which re-reads Slurm's log level).
-//! This role's start/stop load and init/fini the stock cons_tres ([`crate::plugin::stock`]).
+//! Everything of the role lives in this folder:
+//! - [`abi`]: the entry-point table, one line per `select_p_*` of the release, each
+//!   `forward`ed unchanged to the stock plugin or `hook`ed into a [`hooks::SelectHooks`]
+//!   method (the table is what gputopo changes in Slurm's select API, in one file);
+//! - [`hooks`]: that trait, whose methods forward by default, and the one conversion of the
+//!   job_test mode;
+//! - [`steer`]: gputopo's implementation ([`steer::Steer`]: `job_test`, `reconfigure`);
+//! - [`stock`]: the dlopen'ed stock `select/cons_tres`, which this role's start/stop load and
+//!   init/fini.
 
-use std::ffi::c_int;
+pub mod abi;
+pub mod hooks;
+pub mod steer;
+pub mod stock;
 
+use crate::plugin::PluginError;
 use crate::plugin::lifecycle::Role;
-use crate::plugin::{PluginError, stock};
-use crate::slurm;
 
 /// The select role of this `.so`.
 pub static ROLE: SelectRole = SelectRole;
@@ -27,18 +31,11 @@ impl Role for SelectRole {
     }
 
     fn start(&self) -> Result<(), PluginError> {
+        abi::StockSelect::load(stock::library()?)?;
         stock::start()
     }
 
     fn stop(&self) {
         stock::stop();
     }
-}
-
-/// `select_p_reconfigure`: `scontrol reconfigure` may have changed SlurmctldDebug.
-pub fn reconfigure(forward: impl FnOnce() -> c_int) -> c_int {
-    slurm::log::sync_level();
-    let rc = forward();
-    crate::plugin::steer::reconfigure();
-    rc
 }

@@ -348,6 +348,12 @@ impl<'a> NodeGres<'a> {
         usize::try_from(self.ns.gres_cnt_avail).unwrap_or(0)
     }
 
+    /// True when the node has more GPUs than the core's [`GpuSet`] models (such a node is
+    /// read for health only).
+    pub fn is_wide(&self) -> bool {
+        self.count() > gputopo_core::gpuset::MAX_GPUS
+    }
+
     fn bits(&self, ptr: *mut ffi::bitstr_t) -> GpuSet {
         // SAFETY: a bitmap owned by this node gres state, alive for 'a.
         unsafe { BitmapRef::<GpuIndex>::from_raw(ptr) }

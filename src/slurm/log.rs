@@ -23,6 +23,19 @@ const LEVELS: [(Level, ffi::log_level_t, &str); 5] = [
     (Level::Trace, ffi::log_level_t_LOG_LEVEL_DEBUG2, ""),
 ];
 
+/// The log target of events an administrator must see at Slurm's default level: GPU state
+/// changes (`log::info!(target: EVENTS, ...)` prints at Slurm's `info`, not `verbose`).
+pub const EVENTS: &str = "gputopo-events";
+
+/// The Slurm level and prefix of a record: [`LEVELS`], but [`EVENTS`] at `info` prints at
+/// Slurm's `info` without a prefix.
+fn slurm_level_of(metadata: &Metadata<'_>) -> (ffi::log_level_t, &'static str) {
+    if metadata.target() == EVENTS && metadata.level() == Level::Info {
+        return (ffi::log_level_t_LOG_LEVEL_INFO, "");
+    }
+    slurm_level(metadata.level())
+}
+
 fn slurm_level(level: Level) -> (ffi::log_level_t, &'static str) {
     LEVELS
         .iter()
@@ -45,14 +58,20 @@ fn current_slurm_level() -> c_int {
     unsafe { ffi::slurm_get_log_level() }
 }
 
-/// The most verbose `log` level Slurm would print at its current level.
+/// The most verbose `log` level Slurm would print at its current level (at Slurm's `info`,
+/// `Info`, so [`EVENTS`] get through; `enabled` still drops other `info!` records there).
 fn filter_for(slurm: c_int) -> LevelFilter {
     let slurm = i64::from(slurm);
-    LEVELS
+    let level = LEVELS
         .iter()
         .rev()
         .find(|(_, s, _)| i64::from(*s) <= slurm)
-        .map_or(LevelFilter::Off, |(l, _, _)| l.to_level_filter())
+        .map_or(LevelFilter::Off, |(l, _, _)| l.to_level_filter());
+    if slurm >= i64::from(ffi::log_level_t_LOG_LEVEL_INFO) {
+        level.max(LevelFilter::Info)
+    } else {
+        level
+    }
 }
 
 struct SlurmLogger;
@@ -61,14 +80,14 @@ static LOGGER: SlurmLogger = SlurmLogger;
 
 impl Log for SlurmLogger {
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        i64::from(slurm_level(metadata.level()).0) <= i64::from(current_slurm_level())
+        i64::from(slurm_level_of(metadata).0) <= i64::from(current_slurm_level())
     }
 
     fn log(&self, record: &Record<'_>) {
         if !self.enabled(record.metadata()) {
             return;
         }
-        let (level, prefix) = slurm_level(record.level());
+        let (level, prefix) = slurm_level_of(record.metadata());
         let text = format!(
             "{prefix}{}: {}",
             role_prefix(record.target()),
@@ -104,7 +123,7 @@ mod tests {
     fn slurm_levels_map_to_filters() {
         let cases = [
             ("quiet", ffi::log_level_t_LOG_LEVEL_QUIET, LevelFilter::Off),
-            ("info", ffi::log_level_t_LOG_LEVEL_INFO, LevelFilter::Warn),
+            ("info", ffi::log_level_t_LOG_LEVEL_INFO, LevelFilter::Info),
             (
                 "verbose",
                 ffi::log_level_t_LOG_LEVEL_VERBOSE,
@@ -133,6 +152,9 @@ mod tests {
             "priority/gputopo"
         );
         assert_eq!(role_prefix("gputopo::slurm::prio::job"), "priority/gputopo");
-        assert_eq!(role_prefix("gputopo::plugin::steer"), "select/gputopo");
+        assert_eq!(
+            role_prefix("gputopo::plugin::select::steer"),
+            "select/gputopo"
+        );
     }
 }

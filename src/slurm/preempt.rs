@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 
-use gputopo_core::GpuSet;
+use gputopo_core::steer::preempt::Offered;
 use gputopo_core::steer::victims::mode;
 
 use crate::ffi;
@@ -24,18 +24,11 @@ use crate::slurm::list::ListRef;
 pub struct CandidateJob {
     /// The record's address (its identity while the list is reordered).
     pub addr: usize,
-    /// Its job id.
-    pub job_id: u32,
-    /// What Slurm's preemption order can depend on: partition tier, QOS (by identity),
-    /// node count (partition_prio adds it to the tier). Equal keys are interchangeable.
-    pub key: (u32, usize, u32),
-    /// Its node, for a one-node job.
-    pub node: Option<NodeIndex>,
-    /// Its GPUs there.
-    pub gpus: GpuSet,
-    /// Slurm suspends it to preempt it, and a suspended job keeps its GPUs
-    /// ([`gputopo_core::steer::victims::mode`]).
-    pub keeps_gpus: bool,
+    /// The core's view ([`Offered`]): job id, what Slurm's order depends on (partition
+    /// tier, QOS by identity, node count: equal keys are interchangeable), its GPUs per node
+    /// (empty when they could not be read), and whether Slurm suspends it to preempt it (a
+    /// suspended job keeps its GPUs: [`gputopo_core::steer::victims::mode`]).
+    pub offered: Offered,
 }
 
 /// The candidates in list order.
@@ -62,14 +55,20 @@ pub fn candidates(list: &EntryPtr<'_, ffi::xlist>) -> Vec<CandidateJob> {
                 .map(|b| b.iter_set().collect())
                 .unwrap_or_default();
             // SAFETY: the job's live gres_list_alloc, read only.
-            let gpus = unsafe { crate::slurm::gres::job_alloc_gpus(j.gres_list_alloc) };
+            let gpus =
+                unsafe { crate::slurm::gres::job_alloc_gpus(j.gres_list_alloc, nodes.len()) };
+            let on = match gpus {
+                Some(g) if !nodes.is_empty() => nodes.iter().map(|n| n.0).zip(g).collect(),
+                _ => Vec::new(),
+            };
             CandidateJob {
                 addr: std::ptr::from_ref(j) as usize,
-                job_id: j.job_id,
-                key: (tier, j.qos_ptr as usize, j.node_cnt),
-                node: (nodes.len() == 1).then(|| nodes[0]),
-                gpus: gpus.unwrap_or_default(),
-                keeps_gpus: mode::keeps_gpus(mode),
+                offered: Offered {
+                    job: j.job_id,
+                    key: (tier, j.qos_ptr as usize as u64, j.node_cnt),
+                    on,
+                    keeps_gpus: mode::keeps_gpus(mode),
+                },
             }
         })
         .collect()
@@ -111,4 +110,115 @@ pub fn reorder(list: &EntryPtr<'_, ffi::xlist>, cands: &[CandidateJob], order: &
     // and cannot panic.
     unsafe { ffi::slurm_list_sort(list.as_ptr(), Some(by_position)) };
     POSITION.with(|p| p.borrow_mut().clear());
+}
+
+/// cons_tres's output list of victims for one `select_p_job_test` call (`List
+/// *preemptee_job_list`). cons_tres creates it on a try that succeeds by preemption and
+/// appends that try's victims; it never empties it. When gputopo asks cons_tres again in the
+/// same call (an exclusion round, a wider tier, the give-up's release), the victims of the
+/// earlier tries would be preempted too (issue 25 item 4), so before every try after the
+/// first, and when the call does not succeed, the list is cut back to what it held when the
+/// call began: only the final try's victims are preempted.
+#[derive(Debug)]
+pub struct PreempteeOut<'a> {
+    slot: EntryPtr<'a, *mut ffi::xlist>,
+    /// The list the caller passed in (usually none) and its length then.
+    initial: (*mut ffi::xlist, usize),
+}
+
+impl<'a> PreempteeOut<'a> {
+    /// Remembers what `slot` holds at the start of the call.
+    pub fn new(slot: EntryPtr<'a, *mut ffi::xlist>) -> Self {
+        // SAFETY: EntryPtr vouches for the live `List *` argument of this call.
+        let list = unsafe { *slot.as_ptr() };
+        let len = count(list);
+        PreempteeOut {
+            slot,
+            initial: (list, len),
+        }
+    }
+
+    /// Cuts the list back to its state at the start of the call.
+    pub fn reset(&self) {
+        // SAFETY: as in `new`.
+        let list = unsafe { *self.slot.as_ptr() };
+        let (was, len) = self.initial;
+        if list.is_null() || count(list) <= len && list == was {
+            return;
+        }
+        if list != was {
+            // cons_tres created it (list_create(NULL): no destructor, the job records stay).
+            // SAFETY: a list cons_tres allocated in this call, owned by nobody else yet.
+            unsafe { ffi::slurm_list_destroy(list) };
+            // SAFETY: as in `new`; the caller's pointer goes back to what it passed.
+            unsafe { *self.slot.as_ptr() = was };
+            return;
+        }
+        // SAFETY: a live list; the iterator is destroyed below.
+        let it = unsafe { ffi::slurm_list_iterator_create(list) };
+        for _ in 0..len {
+            // SAFETY: a live iterator over `list`.
+            unsafe { ffi::slurm_list_next(it) };
+        }
+        // SAFETY: a live iterator; list_remove drops the element the iterator is on.
+        while !unsafe { ffi::slurm_list_next(it) }.is_null() {
+            // SAFETY: as above (no destructor: the job record itself stays).
+            unsafe { ffi::slurm_list_remove(it) };
+        }
+        // SAFETY: created above, used no more.
+        unsafe { ffi::slurm_list_iterator_destroy(it) };
+    }
+}
+
+fn count(list: *mut ffi::xlist) -> usize {
+    if list.is_null() {
+        return 0;
+    }
+    // SAFETY: a live list (the call's `List *` argument or one cons_tres made in it).
+    let n = unsafe { ffi::slurm_list_count(list) };
+    usize::try_from(n).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn append(list: *mut ffi::xlist, item: &mut u32) {
+        // SAFETY: a live list made by the test; the item outlives it.
+        unsafe { ffi::slurm_list_append(list, std::ptr::from_mut(item).cast()) };
+    }
+
+    /// Issue 25 item 4: the victims of an earlier try are not preempted with the final
+    /// try's: the list cons_tres made goes, a caller's list is cut back to its length.
+    #[test]
+    fn victims_of_earlier_tries_are_dropped() {
+        let (mut a, mut b, mut c) = (1u32, 2u32, 3u32);
+        let mut slot: *mut ffi::xlist = std::ptr::null_mut();
+        // SAFETY: `slot` lives for the test.
+        let out = PreempteeOut::new(unsafe { EntryPtr::new(&raw mut slot) }.expect("non-null"));
+        out.reset();
+        assert!(slot.is_null());
+        // SAFETY: plain list creation, destroyed by `reset`.
+        slot = unsafe { ffi::slurm_list_create(None) };
+        append(slot, &mut a);
+        out.reset();
+        assert!(
+            slot.is_null(),
+            "the list cons_tres created in the call is freed"
+        );
+
+        // SAFETY: plain list creation, destroyed below.
+        let mine = unsafe { ffi::slurm_list_create(None) };
+        append(mine, &mut a);
+        let mut slot = mine;
+        // SAFETY: `slot` lives for the test.
+        let out = PreempteeOut::new(unsafe { EntryPtr::new(&raw mut slot) }.expect("non-null"));
+        append(slot, &mut b);
+        append(slot, &mut c);
+        out.reset();
+        assert_eq!(slot, mine);
+        assert_eq!(count(slot), 1, "cut back to the caller's one entry");
+        // SAFETY: the list made above, used no more.
+        unsafe { ffi::slurm_list_destroy(mine) };
+    }
 }

@@ -40,16 +40,34 @@ pub(super) fn fake_lib() -> PathBuf {
         return p;
     }
     let exe = std::env::current_exe().expect("test binary path");
-    let target = exe.ancestors().nth(3).expect("target dir").to_path_buf();
+    build_fake(exe.ancestors().nth(3).expect("target dir"));
+    target_file("FAKE_NVML_LIB", &["libfake_nvml.so"]).expect("libfake_nvml.so after building it")
+}
+
+/// `cargo build -p fake-nvml` into `target` (the library and its fake-nvml-tree).
+fn build_fake(target: &std::path::Path) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let st = Command::new(cargo)
         .args(["build", "-p", "fake-nvml"])
-        .env("CARGO_TARGET_DIR", &target)
+        .env("CARGO_TARGET_DIR", target)
         .current_dir(repo())
         .status()
         .expect("cargo build -p fake-nvml");
     assert!(st.success(), "cargo build -p fake-nvml failed");
-    target_file("FAKE_NVML_LIB", &["libfake_nvml.so"]).expect("libfake_nvml.so after building it")
+}
+
+/// The fake NVML's driver-tree writer (`FAKE_NVML_TREE`, else `fake-nvml-tree` next to
+/// [`fake_lib`], built by cargo when missing): contrib/nvml-node.sh needs both.
+pub(super) fn fake_tree() -> PathBuf {
+    if let Some(p) = target_file("FAKE_NVML_TREE", &["fake-nvml-tree"]) {
+        return p;
+    }
+    let lib = fake_lib();
+    let beside = lib.with_file_name("fake-nvml-tree");
+    if !beside.is_file() {
+        build_fake(lib.ancestors().nth(2).expect("target dir"));
+    }
+    beside
 }
 
 /// Scratch files of one test: the wrapper, the per-node fixtures, the run log.
@@ -86,6 +104,12 @@ impl Rig {
         Rig { dir }
     }
 
+    /// The fixture file `node`'s agent reads (a copy; a test may overwrite it to change what
+    /// the node's NVML says from now on).
+    pub(super) fn fixture(&self, node: &str) -> PathBuf {
+        self.dir.join("fx").join(format!("{node}.fx"))
+    }
+
     pub(super) fn wrapper(&self) -> PathBuf {
         self.dir.join("hc.sh")
     }
@@ -94,6 +118,16 @@ impl Rig {
     /// /var/lib/gputopo, which other clusters' n1 would share).
     pub(super) fn state_dir(&self) -> PathBuf {
         self.dir.join("state")
+    }
+
+    /// gputopo.conf for a one-node test on the fake NVML (short waits, this rig's state),
+    /// then `extra` lines.
+    pub(super) fn conf(&self, extra: &str) -> String {
+        format!(
+            "NvmlLibrary={}\nXidWaitMs=50\nNvmlTimeoutMs=5000\nPublishTimeoutSec=20\nStateDir={}\n{extra}",
+            fake_lib().display(),
+            self.state_dir().display()
+        )
     }
 
     pub(super) fn runs(&self) -> usize {

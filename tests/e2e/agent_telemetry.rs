@@ -131,7 +131,7 @@ fn explains_a_job_held_back_by_faulty_gpus(c: &Cluster) {
         health(c, "n2").map(|h| h.with_status(Status::Faulty)) == GpuSet::parse_list("5-6").ok()
     });
     let job = c.sbatch(&["-w", "n2", "--gres=gpu:8", "--wrap", "true"]);
-    let want = "gputopo: pending, nodes withheld for faulty GPUs: n2[5-6]";
+    let want = "gputopo: pending, nodes withheld for faulty or drained GPUs: n2[5-6]";
     c.wait_until("the pending job's note", WAIT, || {
         system_comment(c, job) == want
     });

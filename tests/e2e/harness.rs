@@ -14,68 +14,42 @@
 //! }   // Drop: contrib/cluster.sh down (no job processes left behind)
 //! ```
 //!
+//! A test that does not apply here (the release lacks the feature, stock cons_tres runs) calls
+//! [`skip`] with the reason and returns, so the run counts it as skipped (`tests/skip.rs`).
+//!
 //! Environment: `GPUTOPO_E2E=1` enables the tests (they are also `#[ignore]`d);
-//! `GPUTOPO_SLURM_RELEASE` (default 22.05.8) and `GPUTOPO_SELECT` (default `gputopo`;
+//! `GPUTOPO_SLURM_RELEASE` (default: the release table's first CI release) and `GPUTOPO_SELECT` (default `gputopo`;
 //! `cons_tres` runs the same tests on stock Slurm) choose the cluster; `GPUTOPO_PLUGIN_SO`
 //! names the built plugin (else cluster.sh runs contrib/build-plugin.sh); `GPUTOPO_BIN` the
 //! `gputopo` command (else it is looked up next to this test binary's target directory).
 //! One cluster runs at a time per test process (a global lock, held by [`Cluster`]), so the
-//! tests need no `--test-threads=1`; the cluster directory is derived from the target
-//! directory, so checkouts with their own `CARGO_TARGET_DIR` do not collide.
+//! tests need no `--test-threads=1`; under cargo-nextest (`.config/nextest.toml`) each test
+//! is its own process, and its cluster directory comes from its slot ([`cluster_dir`]).
 //! All waits are bounded polls; a timeout panics with what the cluster showed last.
 
 #![allow(dead_code)] // a shared API: each test module uses a different part of it
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 mod backup;
 mod daemons;
+mod dirs;
 mod opts;
 mod parse;
+mod run_mode;
+
+pub use dirs::cluster_dir;
+pub use run_mode::{
+    e2e_enabled, gputopo_only, long_enabled, release, release_at_least, release_in, select, skip,
+};
 
 pub use opts::Opts;
 
 /// A generous default for waits on job states and daemons.
 pub const WAIT: Duration = Duration::from_secs(60);
-
-/// Whether end-to-end tests should run (`GPUTOPO_E2E=1`); prints why not otherwise.
-pub fn e2e_enabled() -> bool {
-    let on = std::env::var("GPUTOPO_E2E").is_ok_and(|v| v == "1");
-    if !on {
-        eprintln!(
-            "skipped: set GPUTOPO_E2E=1 (as root, with Slurm installed) to run end-to-end tests"
-        );
-    }
-    on
-}
-
-/// The Slurm release tests run against (`GPUTOPO_SLURM_RELEASE`, default 22.05.8).
-pub fn release() -> String {
-    std::env::var("GPUTOPO_SLURM_RELEASE").unwrap_or_else(|_| "22.05.8".into())
-}
-
-/// Whether the release under test is at least major.minor (features that came with a series).
-pub fn release_at_least(major: u32, minor: u32) -> bool {
-    let r = release();
-    let mut it = r.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-    (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (major, minor)
-}
-
-/// Whether the release under test is of the series `from` up to, not including, `before`
-/// (major, minor): where a release-specific behaviour of Slurm starts and where it ends.
-pub fn release_in(from: (u32, u32), before: (u32, u32)) -> bool {
-    release_at_least(from.0, from.1) && !release_at_least(before.0, before.1)
-}
-
-/// The select plugin tests run with (`GPUTOPO_SELECT`: `gputopo` (default) or `cons_tres`).
-pub fn select() -> String {
-    std::env::var("GPUTOPO_SELECT").unwrap_or_else(|_| "gputopo".into())
-}
 
 static ONE_CLUSTER: Mutex<()> = Mutex::new(());
 
@@ -85,6 +59,8 @@ pub struct Cluster {
     dir: PathBuf,
     conf: PathBuf,
     path: String,
+    /// When `up` started: batch output in the checkout since then is this run's.
+    started: SystemTime,
     _one: MutexGuard<'static, ()>,
 }
 
@@ -124,25 +100,12 @@ pub fn gputopo_bin() -> PathBuf {
         })
 }
 
-/// The directory [`Cluster::up`] runs its cluster in: `GPUTOPO_E2E_DIR`, else one derived from
-/// the target dir. Everything of a test that must not clash with a test running at the same
-/// time in another shard (ports, sockets, a slurmdbd's MariaDB) is derived from it.
-pub fn cluster_dir() -> PathBuf {
-    std::env::var("GPUTOPO_E2E_DIR").map_or_else(
-        |_| {
-            let mut h = DefaultHasher::new();
-            target_dir().hash(&mut h);
-            PathBuf::from(format!("/tmp/gputopo-e2e-{:08x}", h.finish() as u32))
-        },
-        PathBuf::from,
-    )
-}
-
 impl Cluster {
     /// Starts a cluster (tearing down a leftover one in the same directory) and waits until
     /// every node is idle. Panics with cluster.sh's error (log tails included) on failure.
     pub fn up(opts: Opts) -> Cluster {
         let one = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+        let started = SystemTime::now();
         let dir = cluster_dir();
         std::fs::create_dir_all(&dir).expect("create the cluster directory");
         let mut args: Vec<String> = vec![
@@ -202,12 +165,18 @@ impl Cluster {
             ("--node-topology", &opts.node_topology),
             ("--node-weight", &opts.node_weight),
             ("--node-gres-of", &opts.node_gres_of),
+            ("--nvml", &opts.nvml),
         ] {
             if let Some(v) = v {
                 args.extend([flag.into(), v.clone()]);
             }
         }
-        let out = Command::new(repo().join("contrib/cluster.sh"))
+        let mut cmd = Command::new(repo().join("contrib/cluster.sh"));
+        if opts.nvml.is_some() {
+            cmd.env("FAKE_NVML_LIB", super::agent::fake_lib())
+                .env("FAKE_NVML_TREE", super::agent::fake_tree());
+        }
+        let out = cmd
             .args(&args)
             .env("GPUTOPO_BIN", gputopo_bin())
             .env(
@@ -244,6 +213,7 @@ impl Cluster {
             dir,
             conf,
             path,
+            started,
             _one: one,
         }
     }
@@ -479,7 +449,14 @@ impl Drop for Cluster {
         }
         if std::thread::panicking() {
             eprintln!("cluster logs kept in {}/log", self.dir.display());
+            return;
         }
+        let strays = dirs::stray_batch_output(self.started);
+        assert!(
+            strays.is_empty(),
+            "batch output written in the checkout, not under the cluster directory (a job \
+             submitted elsewhere, by this test or one running beside it): {strays:?}"
+        );
     }
 }
 

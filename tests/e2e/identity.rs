@@ -9,7 +9,7 @@
 //! numbers them in NVML order: /dev/nvidia5 is Slurm's GPU 2. `slurmd -G` (slurmd's final GPU
 //! list, in index order) shows that from Slurm itself.
 
-use super::agent::{Rig, fake_lib, health};
+use super::agent::{Rig, health};
 use super::harness::{Cluster, Opts, WAIT, e2e_enabled, select};
 use gputopo_core::health::Status;
 use std::path::Path;
@@ -74,6 +74,25 @@ fn agent(c: &Cluster, fixture: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A 7-GPU job on n1, whose GPU 2 is faulty: gputopo leaves out exactly GPU 2; stock
+/// cons_tres, which knows nothing of health, takes the first seven and with them GPU 2.
+pub(super) fn seven_of_eight_without_gpu_2(c: &Cluster) -> u32 {
+    let job = c.sbatch(&["--gres=gpu:7", "-w", "n1", "--wrap", "sleep 300"]);
+    c.wait_state(job, "RUNNING", WAIT);
+    let idx = c.gres_idx(job);
+    assert_eq!(idx.len(), 1, "{idx:?}");
+    if select() == "gputopo" {
+        assert_eq!(
+            idx[0].1,
+            vec![0, 1, 3, 4, 5, 6, 7],
+            "faulty GPU 2 allocated"
+        );
+    } else {
+        assert!(idx[0].1.contains(&2), "{idx:?}");
+    }
+    job
+}
+
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn nvml_ordered_slurm_gets_health_on_the_right_device() {
@@ -86,11 +105,7 @@ fn nvml_ordered_slurm_gets_health_on_the_right_device() {
         topology: "pcie8".into(),
         plain_gres: true,
         fake_gpus: Some(fake_gpus()),
-        gputopo_conf: Some(format!(
-            "NvmlLibrary={}\nXidWaitMs=50\nNvmlTimeoutMs=5000\nPublishTimeoutSec=20\nStateDir={}\n",
-            fake_lib().display(),
-            rig.state_dir().display()
-        )),
+        gputopo_conf: Some(rig.conf("")),
         health_program: Some(rig.wrapper()),
         health_interval: 5,
         ..Opts::default()
@@ -114,19 +129,7 @@ fn nvml_ordered_slurm_gets_health_on_the_right_device() {
 
     // A 7-GPU job: gputopo leaves out exactly the faulty device; stock cons_tres, which knows
     // nothing of health, takes the first seven and with them the faulty one.
-    let job = c.sbatch(&["--gres=gpu:7", "-w", "n1", "--wrap", "sleep 300"]);
-    c.wait_state(job, "RUNNING", WAIT);
-    let idx = c.gres_idx(job);
-    assert_eq!(idx.len(), 1, "{idx:?}");
-    if select() == "gputopo" {
-        assert_eq!(
-            idx[0].1,
-            vec![0, 1, 3, 4, 5, 6, 7],
-            "faulty GPU 2 allocated"
-        );
-    } else {
-        assert!(idx[0].1.contains(&2), "{idx:?}");
-    }
+    let job = seven_of_eight_without_gpu_2(&c);
 
     // `gputopo nodes` says the same, readably, with the job holding each GPU.
     let table = c.ok(
@@ -145,7 +148,7 @@ fn nvml_ordered_slurm_gets_health_on_the_right_device() {
     assert_eq!(two[6], "ecc_uncorrectable", "{table}");
     assert_eq!(
         &row("0")[3..5],
-        ["nvidia7".to_string(), job.to_string()],
+        ["nvidia7@1a:00.0".to_string(), job.to_string()],
         "{table}"
     );
 

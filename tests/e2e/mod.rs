@@ -2,14 +2,17 @@
 
 mod agent;
 mod agent_telemetry;
+mod autodetect;
 mod checkpoint;
 mod cons_tres_features;
+mod drain;
 mod engine;
 mod foundation;
 mod gang;
 mod gres_configs;
 mod harness;
 mod identity;
+mod metrics;
 mod preempt;
 mod preempt_qos;
 mod priority;

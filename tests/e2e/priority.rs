@@ -8,7 +8,7 @@
 //! Jobs stay pending behind one job that fills every node; PriorityMaxAge is 7 days, so the age
 //! term stays below 1 during the test.
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, repo};
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, long_enabled, repo};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
@@ -376,7 +376,7 @@ fn with_slurmdbd_every_factor_matches_multifactor() {
 #[test]
 #[ignore = "needs root, Slurm, MariaDB and slurmdbd; long: GPUTOPO_E2E_LONG=1"]
 fn with_slurmdbd_classic_fair_share_matches_multifactor() {
-    if !e2e_enabled() || std::env::var_os("GPUTOPO_E2E_LONG").is_none() {
+    if !e2e_enabled() || !long_enabled() {
         return;
     }
     let flags = "PriorityFlags=NO_FAIR_TREE\n";

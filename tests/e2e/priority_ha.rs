@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, release_in};
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, release_in, skip};
 use super::priority_ledger::{EXTRA, assert_exact_with, job_time};
 
 /// Waits until the controller whose log `log` returns has, after the first `from` bytes of
@@ -47,7 +47,7 @@ fn backup_controller_takes_over_and_hands_back_the_ledger() {
     // running as a controller (stock cons_tres with priority/basic too, on this harness), so
     // the hand-back cannot be checked there.
     if release_in((24, 5), (24, 11)) {
-        eprintln!("skipped: Slurm 24.05's backup does not return to standby on failback");
+        skip("Slurm 24.05's backup does not return to standby on failback");
         return;
     }
     let c = Cluster::up(Opts {

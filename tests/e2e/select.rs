@@ -19,7 +19,7 @@ use gputopo_core::placement::engine::{self, Gputopo};
 use gputopo_core::placement::{Policy, Request};
 use gputopo_core::topology::{NodeTopology, PcieLevel, fixture};
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, select};
+use super::harness::{Cluster, Opts, WAIT, e2e_enabled, gputopo_only, select};
 
 /// gputopo.conf for these tests: every behaviour on, decisions logged.
 const CONF: &str = "HealthAware=yes\nTopologyAware=yes\nNodeRanking=yes\nLogDecisions=yes\n";
@@ -253,7 +253,7 @@ fn burst(c: &Cluster, n: usize, node: &str, rng: &mut Lcg) -> BTreeMap<u32, Vec<
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn faulty_gpu_is_never_allocated_and_returns_when_cleared() {
-    if !e2e_enabled() || select() != "gputopo" {
+    if !e2e_enabled() || !gputopo_only() {
         return;
     }
     let c = cluster(1);
@@ -302,7 +302,7 @@ fn faulty_gpu_is_never_allocated_and_returns_when_cleared() {
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn restart_and_reconfigure_mid_stream() {
-    if !e2e_enabled() || select() != "gputopo" {
+    if !e2e_enabled() || !gputopo_only() {
         return;
     }
     let c = cluster(2);
@@ -363,7 +363,7 @@ fn restart_and_reconfigure_mid_stream() {
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn bad_config_is_reported_and_defaults_apply() {
-    if !e2e_enabled() || select() != "gputopo" {
+    if !e2e_enabled() || !gputopo_only() {
         return;
     }
     let c = Cluster::up(Opts {

@@ -83,4 +83,24 @@ mod tests {
         );
         assert_eq!(missing, ["x1"]);
     }
+
+    /// Issue 25 item 4: a label is text someone wrote into `Extra`; a newline, a space or a
+    /// `=` in it must not become its own slurm.conf line or key. Such a label is dropped.
+    #[test]
+    fn labels_cannot_inject_config_lines() {
+        for model in [
+            r"H100\nPartitionName=evil",
+            "H100 x",
+            "H100,gpumem999",
+            "",
+            "h100#x",
+        ] {
+            let show = format!(
+                r#"NodeName=h1 Extra={{"gpu_model":"{model}","gpu_count":8,"nvlink":true}} State=IDLE"#
+            );
+            let (lines, missing) = suggest(&show);
+            assert_eq!(lines, "NodeName=h1 Features=nvlink\n", "{model:?}");
+            assert!(missing.is_empty());
+        }
+    }
 }

@@ -11,8 +11,8 @@
 //! `{"gpus":[0,3],"score":{"bottleneck":50,"aggregate":50},"objective":{...},...}`.
 //! `--versus LIST` also evaluates another answer (a peer's) on the same request and appends
 //! `versus=… versus_bottleneck=… versus_aggregate=… versus_leftover=… job=better|same|worse
-//! leftover=better|same|worse` (gputopo's set and leftover against the other's), for
-//! `contrib/peer-compare.sh`.
+//! leftover=better|same|worse` (gputopo's set and leftover against the other's): the check of
+//! `placement/engine/peer.rs` (go-gpuallocator's expected answers) on any topology file.
 //! Exit codes: 0 chosen; 2 the request cannot be met on this node (reason on stderr);
 //! 1 bad arguments or topology file.
 

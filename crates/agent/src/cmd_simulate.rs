@@ -1,7 +1,7 @@
 //! `gputopo simulate`: replay a workload on a simulated cluster under several placement
 //! policies and compare them (issue 6).
 //!
-//! The simulation itself is `gputopo_core::sim` (the same engine the plugin runs); this module
+//! The simulation itself is `gputopo_eval::sim` (the same engine the plugin runs); this module
 //! only turns the command line into its inputs (cluster topologies, workload, faults) and its
 //! summaries into a terminal table, CSV and SVG plots ([`report`]).
 
@@ -10,11 +10,11 @@ mod report;
 
 use anyhow::{Context, bail};
 use gputopo_core::placement::Policy;
-use gputopo_core::placement::best_effort::BestEffort;
 use gputopo_core::placement::engine::Gputopo;
-use gputopo_core::placement::first_fit::FirstFit;
-use gputopo_core::placement::slurm_greedy::SlurmGreedy;
-use gputopo_core::sim::{self, Config, Health, Placement};
+use gputopo_eval::baseline::best_effort::BestEffort;
+use gputopo_eval::baseline::first_fit::FirstFit;
+use gputopo_eval::baseline::slurm_greedy::SlurmGreedy;
+use gputopo_eval::sim::{self, Config, Health, Placement};
 use std::path::PathBuf;
 
 /// Arguments.
@@ -29,7 +29,7 @@ pub struct Args {
     /// Job trace CSV: `submit,duration,gpus_per_node,nodes,user` (seconds).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
-    /// Generate N synthetic jobs (distributions in gputopo_core::sim::generator).
+    /// Generate N synthetic jobs (distributions in gputopo_eval::sim::generator).
     #[arg(long, value_name = "N")]
     pub synthetic: Option<usize>,
     /// Trace-shaped workload from the Alibaba GPU v2023 files in DIR

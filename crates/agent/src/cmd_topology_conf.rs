@@ -5,6 +5,7 @@
 //! works.
 
 use crate::cmd_nodes;
+use gputopo_core::health::extra::labels::label_str;
 use gputopo_core::topology::block_conf::{block_conf, tree_conf};
 
 /// Arguments of `gputopo topology-conf`.
@@ -40,7 +41,7 @@ pub fn domains(nodes: &str) -> Vec<(String, Option<String>)> {
             let extra = cmd_nodes::value(line, "Extra").unwrap_or_default();
             let domain = serde_json::from_str::<serde_json::Value>(&extra)
                 .ok()
-                .and_then(|v| v.get("nvlink_domain")?.as_str().map(str::to_string));
+                .and_then(|v| label_str(v.as_object()?, "nvlink_domain"));
             (name, domain)
         })
         .collect()
@@ -59,5 +60,17 @@ mod tests {
                 ("r1n2".to_string(), None)
             ]
         );
+    }
+
+    /// Issue 25 item 4: a domain that is not a fabric id (a newline, spaces, `=`) is not
+    /// copied into topology.conf: the node counts as having no domain.
+    #[test]
+    fn a_domain_cannot_inject_config_lines() {
+        let show =
+            "NodeName=r1n1 Extra={\"nvlink_domain\":\"ab.1\\nSwitchName=evil\"} State=IDLE\n";
+        let d = super::domains(show);
+        assert_eq!(d, [("r1n1".to_string(), None)]);
+        let conf = gputopo_core::topology::block_conf::block_conf(&d);
+        assert!(!conf.contains("evil"), "{conf}");
     }
 }

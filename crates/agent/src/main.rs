@@ -2,7 +2,8 @@
 //!
 //! One binary for every job that runs outside slurmctld:
 //! - on any machine: `pick` and `topo` (the core engine on the command line), `simulate`;
-//! - wherever a Slurm client works: `nodes` (the published GPU health, readable);
+//! - wherever a Slurm client works: `nodes` (the published GPU health, readable), `metrics`
+//!   (the same and more for Prometheus), `drain`/`resume` (one GPU out of service by hand);
 //! - on a compute node: `health`, `topology`, `gres-conf` and `publish` (the node agent, NVML).
 //!
 //! Each subcommand lives in its own module with its argument struct and a
@@ -10,7 +11,9 @@
 //! their context chain and exit code 1 unless the subcommand documents others.
 #![deny(unsafe_code)] // one exception: node::nvml_raw, two raw NVML calls (see its docs)
 
+mod cmd_drain;
 mod cmd_features;
+mod cmd_metrics;
 mod cmd_nodes;
 mod cmd_pick;
 mod cmd_simulate;
@@ -45,8 +48,16 @@ enum Cmd {
     GresConf(node::gres_conf::Args),
     /// Publish this node's GPU health to slurmctld (run as HealthCheckProgram).
     Publish(node::publish::Args),
+    /// Run as a long-lived service: listen for XIDs and publish on change (systemd).
+    Serve(node::serve::ServeArgs),
     /// Published GPU health of the cluster's nodes, per GPU (runs scontrol).
     Nodes(cmd_nodes::Args),
+    /// Take GPUs of a node out of service (never allocated until resumed; running jobs keep them).
+    Drain(cmd_drain::DrainArgs),
+    /// Return drained GPUs of a node to service.
+    Resume(cmd_drain::ResumeArgs),
+    /// The cluster's GPU facts for Prometheus (OpenMetrics text; HTTP or a textfile).
+    Metrics(cmd_metrics::Args),
     /// slurm.conf Features= suggestions from the nodes' published capability labels.
     Features(cmd_features::Args),
     /// Slurm topology/block configuration, one block per published NVLink domain.
@@ -64,8 +75,12 @@ fn main() {
         Cmd::Topology(a) => node::topology::run(a),
         Cmd::GresConf(a) => node::gres_conf::run(a),
         Cmd::Publish(a) => node::publish::run(a),
+        Cmd::Serve(a) => node::serve::run(a),
         Cmd::Simulate(a) => cmd_simulate::run(a),
         Cmd::Nodes(a) => cmd_nodes::run(a),
+        Cmd::Metrics(a) => cmd_metrics::run(a),
+        Cmd::Drain(a) => cmd_drain::run_drain(a),
+        Cmd::Resume(a) => cmd_drain::run_resume(a),
         Cmd::Features(a) => cmd_features::run(a),
         Cmd::TopologyConf(a) => cmd_topology_conf::run(a),
     };

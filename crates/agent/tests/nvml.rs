@@ -196,8 +196,22 @@ fn no_nvml_library_is_unknown_not_a_crash() {
     );
     let (rc, extra, _, _) = n.run(&["publish", "--dry-run", "--current-extra", "{\"rack\":7}"]);
     assert_eq!(rc, 0);
+    // The first record names the GPUs that are not ok in the node's history (times vary).
+    let (extra, hist) = extra
+        .trim()
+        .split_once(r#","gputopo_hist":"#)
+        .expect("a history");
+    assert_eq!(
+        hist.matches(r#""s":"unknown","src":"agent""#).count(),
+        2,
+        "{hist}"
+    );
+    let extra = format!(
+        "{extra},{}",
+        hist.split_once("],").expect("after the history").1
+    );
     // The publish time ("t") is the only field that varies.
-    let (head, tail) = extra.trim().split_once(r#","t":"#).expect("a publish time");
+    let (head, tail) = extra.split_once(r#","t":"#).expect("a publish time");
     let tail = tail.trim_start_matches(|c: char| c.is_ascii_digit());
     assert_eq!(
         format!("{head}{tail}"),
@@ -272,6 +286,15 @@ fn publish_merges_and_refuses_admin_strings() {
     assert!(err.contains("refusing to overwrite"), "{err}");
     let (rc, _, err, _) = n.run(&["publish", "--scontrol", "/nonexistent/scontrol"]);
     assert_eq!(rc, 6, "{err}");
+    // Our own record, truncated: repaired, and said so (issue 25 item 1).
+    let truncated = &out.trim()[..out.trim().len() / 2];
+    let (rc, fixed, err, _) = n.run(&["publish", "--dry-run", "--current-extra", truncated]);
+    assert_eq!(rc, 0, "{err}");
+    assert!(
+        err.contains("replacing gputopo's own unusable record"),
+        "{err}"
+    );
+    assert!(gputopo_core::health::parse_extra(fixed.trim()).is_ok_and(|h| h.is_some()));
 }
 
 #[test]

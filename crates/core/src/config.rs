@@ -24,6 +24,7 @@
 //! | `XidStickySec` | 3600 | an XID keeps its verdict at least this long after it was last seen |
 //! | `XidClearChecks` | 3 | ... and until this many health checks in a row saw no XID on the GPU |
 //! | `StateDir` | /var/lib/gputopo | where the agent keeps its state (sticky XIDs) across runs |
+//! | `KernelLog` | /dev/kmsg | kernel log read for XIDs logged between checks; `none` = off |
 //! | `PublishRefreshSec` | 300 | `publish` rewrites an unchanged Extra this often (report age) |
 //! | `ThermalMarginC` | 5 | `thermal` within this many °C of the slowdown/shutdown threshold |
 //! | `PowerCapPercent` | 100 | `power_capped` at this share of the enforced power limit (0 = reasons only) |
@@ -71,6 +72,9 @@ pub struct AgentConfig {
     pub xid_clear_checks: u32,
     /// `StateDir`: the agent's state across runs (sticky XIDs); `None` = /var/lib/gputopo.
     pub state_dir: Option<PathBuf>,
+    /// `KernelLog`: the kernel log read for XIDs logged between checks (`/dev/kmsg`);
+    /// `None` (`KernelLog=none`) reads none.
+    pub kernel_log: Option<PathBuf>,
     /// `PublishRefreshSec`: how often `publish` rewrites an unchanged Extra, so that its
     /// timestamp (`t`) tells how old the report is.
     pub publish_refresh_sec: u64,
@@ -91,6 +95,7 @@ impl Default for AgentConfig {
             xid_sticky_sec: 3600,
             xid_clear_checks: 3,
             state_dir: None,
+            kernel_log: Some(PathBuf::from("/dev/kmsg")),
             publish_refresh_sec: 300,
             telemetry: TelemetryPolicy::default(),
         }
@@ -154,6 +159,7 @@ pub const KEYS: &[&str] = &[
     "XidStickySec",
     "XidClearChecks",
     "StateDir",
+    "KernelLog",
     "PublishRefreshSec",
     "ThermalMarginC",
     "PowerCapPercent",
@@ -245,6 +251,8 @@ impl Config {
                         a.xid_clear_checks = num(v, 1_000_000).map_err(err)? as u32;
                     }
                     "StateDir" => a.state_dir = Some(path(v).map_err(err)?),
+                    "KernelLog" if v.eq_ignore_ascii_case("none") => a.kernel_log = None,
+                    "KernelLog" => a.kernel_log = Some(path(v).map_err(err)?),
                     "PublishRefreshSec" => {
                         a.publish_refresh_sec = positive(v, u64::from(u32::MAX)).map_err(err)?;
                     }

@@ -11,14 +11,17 @@
 //! beat missing data; missing data beats "merely degraded").
 
 pub mod extra;
+pub mod kernel_xid;
+pub mod persist;
 mod policy;
+pub mod publish;
 pub mod sticky;
 pub mod telemetry;
 pub mod violation;
 
 pub use extra::{
     ExtraError, LinkMatrix, MergeRefused, NodeHealth, Parsed, merge_extra, merge_extra_with,
-    parse_extra, read_extra,
+    own_malformed, parse_extra, read_extra, write_drains,
 };
 pub use policy::{Evidence, HealthPolicy, Reading, RowRemap, judge};
 
@@ -86,8 +89,13 @@ pub enum Reason {
     NvmlUnavailable,
     /// NVML reports that the NVIDIA driver is not loaded: `driver_not_loaded`.
     DriverNotLoaded,
-    /// A GPU listed in gres.conf has no NVML device with its minor number: `not_in_nvml`.
+    /// A GPU Slurm has (gres.conf, or Slurm's own detection) that NVML, answering, does not
+    /// list: it left the bus (`not_in_nvml`, faulty: a missing GPU must never be handed out).
     NotInNvml,
+    /// NVML cannot start (driver not loaded, init failed) although the GPU's device file is
+    /// there: the driver lost the GPUs (`gpu_unreachable`, faulty). A node without the NVML
+    /// library at all stays `nvml_unavailable` (unknown): nothing is known of its GPUs.
+    GpuUnreachable,
     /// One NVML query failed, so its evidence is missing: `query_failed:<query>`.
     QueryFailed(Cow<'static, str>),
     /// A telemetry signal held by the hysteresis (`telemetry`): its token, degraded.
@@ -103,6 +111,8 @@ impl Reason {
             Reason::EccUncorrectable
             | Reason::RowRemapFailure
             | Reason::GpuLost
+            | Reason::NotInNvml
+            | Reason::GpuUnreachable
             | Reason::Xid(_) => Status::Faulty,
             Reason::EccCorrectable
             | Reason::RetiredPagesPending
@@ -112,7 +122,6 @@ impl Reason {
             Reason::NvmlTimeout
             | Reason::NvmlUnavailable
             | Reason::DriverNotLoaded
-            | Reason::NotInNvml
             | Reason::QueryFailed(_)
             | Reason::Other(_) => Status::Unknown,
         }
@@ -131,6 +140,7 @@ impl Reason {
             Reason::NvmlUnavailable => "nvml_unavailable",
             Reason::DriverNotLoaded => "driver_not_loaded",
             Reason::NotInNvml => "not_in_nvml",
+            Reason::GpuUnreachable => "gpu_unreachable",
             Reason::Sustained(g) => g.token(),
             Reason::Xid(n) => return Cow::Owned(format!("xid_{n}")),
             Reason::XidOther(n) => return Cow::Owned(format!("xid_other_{n}")),
@@ -152,6 +162,7 @@ impl Reason {
             "nvml_unavailable" => Reason::NvmlUnavailable,
             "driver_not_loaded" => Reason::DriverNotLoaded,
             "not_in_nvml" => Reason::NotInNvml,
+            "gpu_unreachable" => Reason::GpuUnreachable,
             _ => {
                 if let Some(g) = telemetry::Signal::from_token(s) {
                     Reason::Sustained(g)
@@ -201,13 +212,17 @@ pub struct GpuHealth {
     pub device: Device,
 }
 
-/// A GPU's device identity as published: its device minor (`/dev/nvidiaN`) and PCI bus id.
+/// A GPU's device identity as published: its device minor (`/dev/nvidiaN`), PCI bus id and
+/// UUID (what dcgm-exporter's `device`, `pci_bus_id` and `UUID` labels hold, so `gputopo
+/// metrics` joins with it).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Device {
     /// Device minor number.
     pub minor: Option<u32>,
     /// PCI bus id, short form (`3d:00.0`; the domain only when not 0).
     pub bus: Option<String>,
+    /// NVML's UUID (`GPU-5fd1...`).
+    pub uuid: Option<String>,
 }
 
 impl Device {
@@ -225,7 +240,32 @@ impl Device {
                 _ => b,
             }
         });
-        Device { minor, bus }
+        Device {
+            minor,
+            bus,
+            uuid: None,
+        }
+    }
+
+    /// This identity with NVML's UUID.
+    pub fn with_uuid(self, uuid: Option<&str>) -> Device {
+        Device {
+            uuid: uuid.map(str::to_string),
+            ..self
+        }
+    }
+
+    /// The bus id in NVML's long form (`00000000:3D:00.0`), which dcgm-exporter puts in its
+    /// `pci_bus_id` label; `None` when unknown or not a bus id.
+    pub fn long_bus(&self) -> Option<String> {
+        let bus = self.bus.as_deref()?;
+        let (dom, rest) = match bus.matches(':').count() {
+            1 => ("0", bus),
+            2 => bus.split_once(':')?,
+            _ => return None,
+        };
+        let dom = u32::from_str_radix(dom, 16).ok()?;
+        Some(format!("{dom:08X}:{}", rest.to_ascii_uppercase()))
     }
 }
 
@@ -276,6 +316,7 @@ mod tests {
             Reason::NvmlUnavailable,
             Reason::DriverNotLoaded,
             Reason::NotInNvml,
+            Reason::GpuUnreachable,
             Reason::QueryFailed("ecc_mode".into()),
             Reason::Sustained(telemetry::Signal::PcieDegraded),
             Reason::Other("new_thing".into()),
@@ -301,5 +342,19 @@ mod tests {
             vec![Reason::Xid(79), Reason::NvmlTimeout, Reason::EccCorrectable]
         );
         assert_eq!(GpuHealth::from_reasons(0, vec![]).status, Status::Ok);
+    }
+
+    #[test]
+    fn bus_ids_go_back_to_nvmls_long_form() {
+        let long = |b: &str| Device::new(None, Some(b)).long_bus();
+        assert_eq!(
+            long("00000000:3D:00.0").as_deref(),
+            Some("00000000:3D:00.0")
+        );
+        assert_eq!(long("3d:00.0").as_deref(), Some("00000000:3D:00.0"));
+        assert_eq!(long("0001:3d:00.0").as_deref(), Some("00000001:3D:00.0"));
+        assert_eq!(long("nonsense"), None);
+        assert_eq!(long("zz:1:2:3"), None);
+        assert_eq!(Device::default().long_bus(), None);
     }
 }

@@ -12,13 +12,14 @@
 //! - [`topology`]: [`NodeTopology`], the interconnect model of one node (NVLink counts with
 //!   NVSwitch semantics, PCIe path levels, socket/core affinity) and its parsers/renderers.
 //! - `fixtures` (tests, feature `fixtures`): named topologies from `contrib/topologies/`.
-//! - [`placement`]: the [`placement::Policy`] trait, the exact engine and the baselines.
+//! - [`placement`]: the [`placement::Policy`] trait and the exact engine (the baselines the
+//!   evaluation compares it with, and the simulator, are in the `gputopo-eval` crate).
 //! - [`health`]: per-GPU health verdicts and the JSON the agent publishes in node `Extra`.
 //! - [`identity`]: which device Slurm calls GPU i (Slurm's own GPU order, from gres.conf and
 //!   the system list), so health is never published under another device's index.
 //! - [`config`]: parsing of `gputopo.conf`.
 //! - [`priority`]: Slurm's multifactor priority math, and gputopo's extensions.
-//! - [`sim`]: the trace-driven cluster simulator.
+//! - [`state_file`]: files in `StateSaveLocation`: crash-safe writes, bounded reads.
 //! - [`steer`]: what `select/gputopo` changes in cons_tres's answer (GPU re-pick, node
 //!   steering, health cache), as pure decisions; [`steer::call`] runs one
 //!   `select_p_job_test` call as a state machine over a snapshot of Slurm's state.
@@ -28,6 +29,7 @@
 
 pub mod config;
 pub mod cpulist;
+pub mod fast_hash;
 #[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
 pub mod gpuset;
@@ -36,7 +38,7 @@ pub mod identity;
 pub mod keyvalue;
 pub mod placement;
 pub mod priority;
-pub mod sim;
+pub mod state_file;
 pub mod steer;
 pub mod topology;
 pub mod wideset;

@@ -1,6 +1,6 @@
 //! The decisions `select/gputopo` makes inside slurmctld, as pure functions over plain types.
 //!
-//! The plugin (`src/plugin/steer.rs`) lets stock cons_tres do the whole allocation, then
+//! The plugin (`src/plugin/select/steer.rs`) lets stock cons_tres do the whole allocation, then
 //! corrects it. It reads Slurm's structs into the types here, asks these functions what to
 //! do, and writes the answer back; nothing here knows Slurm, and everything here is tested
 //! without it.
@@ -19,6 +19,9 @@
 //!   degraded ones last, cons_tres's pick kept otherwise.
 //! - [`victims`]: preemption victims that free the best GPU set at cons_tres's cost, faulty
 //!   GPUs planned as absent, and the candidate order that steers cons_tres to them.
+//! - [`preempt`]: whether and how to reorder slurmctld's preemption candidates for a GPU
+//!   job (every gate, single- and multi-node), checked against a model of cons_tres's own
+//!   removal passes.
 //! - [`call`]: one `select_p_job_test` call as a state machine over a snapshot of Slurm's
 //!   state (the plugin reads the snapshot, carries out each step, writes the placement),
 //!   tested against a fake cons_tres.
@@ -28,8 +31,6 @@
 //! - [`explain`]: the placement note users read in `scontrol show job` (`SystemComment`).
 //! - [`health_cache`]: per-node GPU health parsed from node `Extra`, parsed once per change.
 //! - [`key_memo`]: a node's rank keys, computed once per state of its GPUs, not per call.
-//! - [`fast_hash`]: the cheap hasher of the per-call maps (keys are plain integers, not
-//!   attacker-chosen, so SipHash's cost buys nothing there).
 //!
 //! The GPU re-pick reaches the engine through the [`Placer`] trait, so its rules are tested
 //! against a brute-force oracle and run against the real engine in slurmctld. Node ranking
@@ -40,12 +41,12 @@ pub mod call;
 pub mod cool;
 mod engine_placer;
 pub mod explain;
-pub mod fast_hash;
 pub mod first_fit;
 pub mod health_cache;
 pub mod key_memo;
 pub mod model;
 pub mod narrow;
+pub mod preempt;
 pub mod repick;
 pub mod reserved;
 pub mod shared;

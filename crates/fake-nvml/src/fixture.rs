@@ -6,7 +6,7 @@
 //!     [FabricCluster=<32 hex digits> FabricClique=N]   (multi-node NVLink fabric, every GPU)
 //! Gpu Index=5 Uuid=GPU-... BusId=00000000:86:00.0 Minor=5 Socket=1 Cores=20-39 Name="Tesla V100"
 //!     Ecc=on|off|unsupported EccUncVol=2 EccUncAgg=7 EccCorVol=0 EccCorAgg=0
-//!     RetiredPending=yes RetiredDbe=0x1f000,0x2f000 RetiredSbe=
+//!     RetiredPending=yes|unsupported RetiredDbe=0x1f000,0x2f000 RetiredSbe=
 //!     Remap=corr,unc,pending,failure | Remap=unsupported
 //!     Lost=yes | LostAfter=N (calls on this GPU succeed N times, then GPU_IS_LOST)
 //!     HangMs=N [HangCall=nvmlDeviceGetEccMode] (that call sleeps N ms)
@@ -15,6 +15,7 @@
 //! NvLink Gpu=0 Links=0-1 Remote=00000000:07:00.0 Type=gpu|switch [Down=yes] [Errors=N]
 //!     (Down: wired but inactive; Errors: replay errors per port)
 //! Telemetry Gpu=3 Temp=88 Slowdown=90 ... (heat, power, clocks, PCIe: see [`telemetry`])
+//! Gpu Index=0 ... Mig=on  /  Mig Gpu=0 Gi=1 Ci=0 Profile=3g.20gb   (MIG: see [`mig`])
 //! Pcie Gpus=0,1 Level=PIX       (default: SameSocket within a socket, SYS across)
 //! Xid Gpu=2 Xid=79              (delivered once through the event set)
 //! ```
@@ -22,12 +23,16 @@
 //! GPUs without a `Gpu` line get defaults: bus `00000000:<0x10+i>:00.0`, minor i, a made-up
 //! UUID, ECC on with zero counters, nothing pending. Errors name the line and field.
 
-use gputopo_core::keyvalue::{self, LineError, Pair, check_keys as check, get, parse_num as num};
+use gputopo_core::keyvalue::{self, LineError, check_keys as check, get, parse_num as num};
 use gputopo_core::topology::PcieLevel;
 use gputopo_core::topology::fixture::{level, parse_pair};
 
+pub mod mig;
 mod telemetry;
+mod values;
+pub use mig::{FakeMig, MigMode};
 pub use telemetry::FakeTelemetry;
+use values::{fabric, flag, gpu_index, hex_list};
 
 /// Most NVLinks per GPU (NVML_NVLINK_MAX_LINKS in the bindings).
 pub const MAX_LINKS: usize = 18;
@@ -66,6 +71,9 @@ pub struct FakeGpu {
     pub ecc_counts: [[u64; 2]; 2],
     /// Pages pending retirement.
     pub retired_pending: bool,
+    /// Page retirement is supported (`RetiredPending=unsupported`: not, as on boards with row
+    /// remapping, Ampere and later, where NVML answers NOT_SUPPORTED and nvidia-smi N/A).
+    pub retired_supported: bool,
     /// Retired page addresses: `[cause]`, cause 0 = multiple SBE, 1 = DBE.
     pub retired: [Vec<u64>; 2],
     /// Row remapping (corr, unc, pending, failure); `None` = not supported.
@@ -90,6 +98,10 @@ pub struct FakeGpu {
     pub mem_mib: Option<u64>,
     /// CUDA compute capability (`None`: not supported).
     pub cc: Option<(u32, u32)>,
+    /// MIG mode (`None`: the GPU is not MIG-capable).
+    pub mig: Option<MigMode>,
+    /// MIG devices, by MIG index.
+    pub migs: Vec<FakeMig>,
 }
 
 impl FakeGpu {
@@ -104,6 +116,7 @@ impl FakeGpu {
             ecc: Some(true),
             ecc_counts: [[0; 2]; 2],
             retired_pending: false,
+            retired_supported: true,
             retired: [Vec::new(), Vec::new()],
             remap: Some([0; 4]),
             lost: false,
@@ -116,6 +129,8 @@ impl FakeGpu {
             telemetry: None,
             mem_mib: None,
             cc: None,
+            mig: None,
+            migs: Vec::new(),
         }
     }
 }
@@ -163,7 +178,7 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
             return Err(LineError::new(
                 line,
                 kind,
-                "a line starts with Node, Gpu, NvLink, Pcie, Telemetry or Xid",
+                "a line starts with Node, Gpu, Mig, NvLink, Pcie, Telemetry or Xid",
             ));
         }
         let e = |f: &str, m: String| LineError::new(line, f, m);
@@ -243,6 +258,7 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                         "Events",
                         "MemMiB",
                         "Cc",
+                        "Mig",
                     ],
                 )?;
                 let i = gpu_index(line, rest, "Index", count)?;
@@ -278,7 +294,13 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                 ] {
                     g.ecc_counts[t][c] = num(line, rest, key)?.unwrap_or(g.ecc_counts[t][c]);
                 }
-                g.retired_pending = flag(line, rest, "RetiredPending")?.unwrap_or(false);
+                if get(rest, "RetiredPending")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("unsupported"))
+                {
+                    g.retired_supported = false;
+                } else {
+                    g.retired_pending = flag(line, rest, "RetiredPending")?.unwrap_or(false);
+                }
                 for (key, cause) in [("RetiredSbe", 0), ("RetiredDbe", 1)] {
                     if let Some(v) = get(rest, key) {
                         g.retired[cause] = hex_list(v).map_err(|m| e(key, m))?;
@@ -314,6 +336,18 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
                     let (a, b) = v.split_once('.').ok_or_else(bad)?;
                     g.cc = Some((a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?));
                 }
+                if let Some(v) = get(rest, "Mig") {
+                    g.mig = Some(mig::parse_mode(line, v)?);
+                }
+            }
+            "mig" => {
+                check(line, rest, mig::KEYS)?;
+                let g = &mut n.gpus[gpu_index(line, rest, "Gpu", count)?];
+                let m = mig::parse(line, rest, &g.uuid, g.migs.len())?;
+                if g.migs.iter().any(|o| (o.gi, o.ci) == (m.gi, m.ci)) {
+                    return Err(e("Gi", format!("GI {} CI {} twice", m.gi, m.ci)));
+                }
+                g.migs.push(m);
             }
             "nvlink" => {
                 check(
@@ -374,12 +408,23 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
             _ => {
                 return Err(e(
                     kind,
-                    "unknown line kind (Node, Gpu, NvLink, Pcie, Telemetry, Xid)".into(),
+                    "unknown line kind (Node, Gpu, Mig, NvLink, Pcie, Telemetry, Xid)".into(),
                 ));
             }
         }
     }
     let (mut n, same) = node.ok_or_else(|| LineError::new(1, "Node", "no Node line"))?;
+    if let Some(i) = n
+        .gpus
+        .iter()
+        .position(|g| g.mig.is_none() && !g.migs.is_empty())
+    {
+        return Err(LineError::new(
+            1,
+            "Mig",
+            format!("GPU {i} has Mig lines but no Mig= mode (not MIG-capable)"),
+        ));
+    }
     let c = n.gpus.len();
     n.pcie = (0..c * c)
         .map(|k| {
@@ -398,72 +443,6 @@ pub fn parse(text: &str) -> Result<FakeNode, LineError> {
         n.pcie[b * c + a] = l;
     }
     Ok(n)
-}
-
-/// `FabricCluster=` (32 hex digits) and `FabricClique=`, both or neither.
-fn fabric(line: usize, words: &[Pair<'_>]) -> Result<Option<([u8; 16], u32)>, LineError> {
-    let clique: Option<u32> = num(line, words, "FabricClique")?;
-    let (Some(hex), Some(clique)) = (get(words, "FabricCluster"), clique) else {
-        return match (get(words, "FabricCluster"), clique) {
-            (None, None) => Ok(None),
-            _ => Err(LineError::new(
-                line,
-                "FabricCluster",
-                "FabricCluster and FabricClique go together",
-            )),
-        };
-    };
-    let bad = || {
-        LineError::new(
-            line,
-            "FabricCluster",
-            format!("'{hex}' is not 32 hex digits"),
-        )
-    };
-    if hex.len() != 32 || !hex.is_ascii() {
-        return Err(bad());
-    }
-    let mut uuid = [0u8; 16];
-    for (k, b) in uuid.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&hex[2 * k..2 * k + 2], 16).map_err(|_| bad())?;
-    }
-    Ok(Some((uuid, clique)))
-}
-
-fn flag(line: usize, words: &[Pair<'_>], key: &str) -> Result<Option<bool>, LineError> {
-    get(words, key)
-        .map(|v| match v.to_ascii_lowercase().as_str() {
-            "yes" | "1" | "true" => Ok(true),
-            "no" | "0" | "false" => Ok(false),
-            _ => Err(LineError::new(line, key, format!("'{v}' is not yes or no"))),
-        })
-        .transpose()
-}
-
-fn gpu_index(line: usize, words: &[Pair<'_>], key: &str, count: usize) -> Result<usize, LineError> {
-    let i: usize = num(line, words, key)?.ok_or_else(|| LineError::new(line, key, "missing"))?;
-    if i >= count {
-        return Err(LineError::new(
-            line,
-            key,
-            format!("{i} is not below Gpus={count}"),
-        ));
-    }
-    Ok(i)
-}
-
-fn hex_list(v: &str) -> Result<Vec<u64>, String> {
-    v.split(',')
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-        .map(|x| {
-            let h = x
-                .strip_prefix("0x")
-                .or_else(|| x.strip_prefix("0X"))
-                .unwrap_or(x);
-            u64::from_str_radix(h, 16).map_err(|_| format!("'{x}' is not a hex address"))
-        })
-        .collect()
 }
 
 #[cfg(test)]

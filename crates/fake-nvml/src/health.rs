@@ -60,6 +60,9 @@ pub unsafe extern "C" fn nvmlDeviceGetRetiredPagesPendingStatus(
 ) -> nvmlReturn_t {
     guard(|| {
         let g = device_of(device, "nvmlDeviceGetRetiredPagesPendingStatus")?;
+        if !g.retired_supported {
+            return Err(NOT_SUPPORTED);
+        }
         // SAFETY: forwarded caller guarantee.
         unsafe { put(pending, g.retired_pending as nvmlEnableState_t) }
     })
@@ -73,6 +76,9 @@ fn retired(
     call: &str,
 ) -> Rc {
     let g = device_of(device, call)?;
+    if !g.retired_supported {
+        return Err(NOT_SUPPORTED);
+    }
     let pages = g.retired.get(cause as usize).ok_or(INVALID_ARGUMENT)?;
     if count.is_null() {
         return Err(INVALID_ARGUMENT);

@@ -15,12 +15,16 @@
 //! under `catch_unwind` and answers `NVML_ERROR_UNKNOWN` (999) instead of unwinding into C.
 
 mod capability;
+mod clocks;
 mod events;
 mod fabric;
 pub mod fixture;
 mod health;
+mod mig;
+pub mod smi;
 mod telemetry;
 mod topology;
+pub mod tree;
 
 use fixture::{FakeGpu, FakeNode};
 use nvml_wrapper_sys::bindings::{
@@ -193,6 +197,14 @@ pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
     })
 }
 
+/// `nvmlInit`, NVML's first entry point, which newer headers map to `nvmlInit_v2`: Slurm's
+/// `configure` checks for it by name (`AC_CHECK_LIB([nvidia-ml], [nvmlInit])`), as do other
+/// builds that probe for libnvidia-ml.
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlInit() -> nvmlReturn_t {
+    nvmlInit_v2()
+}
+
 /// `nvmlInitWithFlags` (flags ignored).
 #[unsafe(no_mangle)]
 pub extern "C" fn nvmlInitWithFlags(_flags: c_uint) -> nvmlReturn_t {
@@ -308,8 +320,14 @@ pub unsafe extern "C" fn nvmlDeviceGetUUID(
     uuid: *mut c_char,
     length: c_uint,
 ) -> nvmlReturn_t {
-    // SAFETY: forwarded caller guarantee.
-    guard(|| unsafe { put_str(uuid, length, &device_of(device, "nvmlDeviceGetUUID")?.uuid) })
+    guard(|| {
+        let text = match mig::mig_at(device, "nvmlDeviceGetUUID") {
+            Some(r) => &r?.1.uuid,
+            None => &device_of(device, "nvmlDeviceGetUUID")?.uuid,
+        };
+        // SAFETY: forwarded caller guarantee.
+        unsafe { put_str(uuid, length, text) }
+    })
 }
 
 /// `nvmlDeviceGetName`.
@@ -322,8 +340,14 @@ pub unsafe extern "C" fn nvmlDeviceGetName(
     name: *mut c_char,
     length: c_uint,
 ) -> nvmlReturn_t {
-    // SAFETY: forwarded caller guarantee.
-    guard(|| unsafe { put_str(name, length, &device_of(device, "nvmlDeviceGetName")?.name) })
+    guard(|| {
+        let text = match mig::mig_at(device, "nvmlDeviceGetName") {
+            Some(r) => r.map(|(g, m)| mig::mig_name(g, m))?,
+            None => device_of(device, "nvmlDeviceGetName")?.name.clone(),
+        };
+        // SAFETY: forwarded caller guarantee.
+        unsafe { put_str(name, length, &text) }
+    })
 }
 
 /// `nvmlDeviceGetIndex`.
@@ -386,13 +410,20 @@ pub unsafe extern "C" fn nvmlDeviceGetCpuAffinity(
 ) -> nvmlReturn_t {
     guard(|| {
         let g = device_of(device, "nvmlDeviceGetCpuAffinity")?;
-        if g.cores.is_empty() {
+        // FAKE_NVML_CPUS=N: every GPU is near CPUs 0..N-1, the host's own (contrib/nvml-node.sh
+        // sets it for slurmd, which maps the affinity onto the CPUs the host really has).
+        let host: Option<Vec<u32>> = std::env::var("FAKE_NVML_CPUS")
+            .ok()
+            .and_then(|n| n.parse::<u32>().ok())
+            .map(|n| (0..n.min(4096)).collect());
+        let cores = host.as_ref().unwrap_or(&g.cores);
+        if cores.is_empty() {
             return Err(NOT_SUPPORTED);
         }
         let bits = c_ulong::BITS as usize;
         for w in 0..size as usize {
             let mut word: c_ulong = 0;
-            for &c in &g.cores {
+            for &c in cores {
                 if c as usize / bits == w {
                     word |= 1 << (c as usize % bits);
                 }

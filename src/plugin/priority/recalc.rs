@@ -123,7 +123,7 @@ fn locked_pass(recover: bool) -> (bool, Option<Snapshot>) {
         let ext = ext.as_deref();
         // With slurmdbd: Fair Tree over the usage just charged (classic ran before).
         let complete = dbd.take().is_none_or(DbdPass::finish);
-        let _assoc = AssocLock::acquire(false, false);
+        let _assoc = AssocLock::read_assoc_qos();
         let mut scratch = Scratch::read();
         kept.for_each(|mut job| {
             let new = compute(&mut job, &cfg, ext, start, &mut scratch);

@@ -99,6 +99,7 @@ impl State {
     /// Rereads `slurm_conf` (start and reconfigure).
     pub fn reload(&self) {
         let cfg = prio::priority_config();
+        prio::set_fs_damp_factor(cfg.damp_factor);
         log::info!(
             "weights age={} assoc={} fairshare={} jobsize={} partition={} qos={} tres={:?} maxage={}s favorsmall={} flags={:#x}",
             cfg.weights.age,

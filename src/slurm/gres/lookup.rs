@@ -132,14 +132,14 @@ mod tests {
         for (name, id) in names.iter().zip(fixed) {
             assert_eq!(plugin_id(name), id, "{name:?}");
         }
-        crate::ctld_symbol!(GRES_BUILD_ID = "gres_build_id");
-        let Some(f) = GRES_BUILD_ID.address() else {
+        crate::ctld_symbol!(
+            /// libslurmfull's `uint32_t gres_build_id(char *name)` (src/interfaces/gres.h).
+            GRES_BUILD_ID: fn(*mut std::ffi::c_char) -> u32 = "gres_build_id"
+        );
+        let Some(build_id) = GRES_BUILD_ID.get() else {
             eprintln!("gres_build_id not exported by this libslurmfull: fixed values only");
             return;
         };
-        // SAFETY: libslurmfull's `uint32_t gres_build_id(char *name)` (src/interfaces/gres.h).
-        let build_id: unsafe extern "C" fn(*mut std::ffi::c_char) -> u32 =
-            unsafe { std::mem::transmute(f.as_ptr()) };
         for name in names {
             let c = std::ffi::CString::new(name).expect("no NUL");
             // SAFETY: a NUL-terminated string that the function only reads.

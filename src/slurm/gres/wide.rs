@@ -1,5 +1,5 @@
 //! The GRES views at any width: nodes beyond the topology model's 32 GPUs, where only
-//! health applies (`crate::plugin::steer::wide`).
+//! health applies (`crate::plugin::select::steer::wide`).
 
 use gputopo_core::WideSet;
 

@@ -40,7 +40,7 @@ pub fn decay_usage(factor: f64) {
     if !(factor > 0.0 && factor < 1.0) {
         return;
     }
-    let _lock = AssocLock::acquire(true, false);
+    let _lock = AssocLock::write_assoc();
     let list = &raw const ffi::assoc_mgr_assoc_list;
     // SAFETY: libslurmfull global list of every association (assoc write lock held).
     let list = unsafe { list.read() };
@@ -67,7 +67,7 @@ pub unsafe fn add_usage(assoc: *mut Assoc, usage: f64) {
     if usage <= 0.0 {
         return;
     }
-    let _lock = AssocLock::acquire(true, false);
+    let _lock = AssocLock::write_assoc();
     let mut a = assoc;
     // SAFETY: parent chain of live associations (assoc write lock held).
     while let Some(rec) = unsafe { a.as_ref() } {
@@ -87,7 +87,7 @@ pub unsafe fn add_usage(assoc: *mut Assoc, usage: f64) {
 /// false when assoc_mgr has no tree yet (22.05 starts the role with `select/gputopo`, before
 /// slurmctld loads associations).
 pub fn fair_tree_pass() -> bool {
-    let _lock = AssocLock::acquire(true, false);
+    let _lock = AssocLock::write_assoc();
     let Some((mut tree, ptrs)) = read_tree() else {
         return false;
     };
@@ -113,7 +113,7 @@ pub fn fair_tree_pass() -> bool {
 /// `usage_norm`/`usage_efctv` (read by `calc_fs_factor` per job, sprio and sshare) follow the
 /// usage instead of staying at their values from startup. Returns false without a tree yet.
 pub fn classic_pass(depth_oblivious: bool, damp_factor: u16) -> bool {
-    let _lock = AssocLock::acquire(true, false);
+    let _lock = AssocLock::write_assoc();
     let Some((mut tree, ptrs)) = read_tree() else {
         return false;
     };

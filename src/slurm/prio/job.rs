@@ -477,9 +477,9 @@ fn qos(q: &ffi::slurmdb_qos_rec_t) -> QosInput {
 /// Whether slurmctld has created `job_list` yet (22.05 initialises the priority plugin before
 /// it reads the job state; a pass before that would see no running jobs).
 pub fn job_list_exists() -> bool {
-    crate::slurm::ctld::JOB_LIST.address().is_some_and(|p| {
+    crate::slurm::ctld::JOB_LIST.ptr().is_some_and(|p| {
         // SAFETY: `list_t *job_list` in slurmctld; a pointer-sized read.
-        !unsafe { p.cast::<*mut ffi::xlist>().as_ptr().read() }.is_null()
+        !unsafe { p.as_ptr().read() }.is_null()
     })
 }
 

@@ -25,35 +25,35 @@ use crate::ffi;
 
 crate::ctld_symbol!(
     /// `uint32_t cluster_cpus` (slurmctld controller.c).
-    pub CLUSTER_CPUS = "cluster_cpus"
+    pub CLUSTER_CPUS: static u32 = "cluster_cpus"
 );
 crate::ctld_symbol!(
     /// `int slurmctld_tres_cnt` (slurmctld).
-    pub SLURMCTLD_TRES_CNT = "slurmctld_tres_cnt"
+    pub SLURMCTLD_TRES_CNT: static c_int = "slurmctld_tres_cnt"
 );
 crate::ctld_symbol!(
     /// `time_t last_job_update` (slurmctld job_mgr.c).
-    pub LAST_JOB_UPDATE = "last_job_update"
+    pub LAST_JOB_UPDATE: static ffi::time_t = "last_job_update"
 );
 crate::ctld_symbol!(
     /// `time_t last_part_update` (slurmctld partition_mgr.c).
-    pub LAST_PART_UPDATE = "last_part_update"
+    pub LAST_PART_UPDATE: static ffi::time_t = "last_part_update"
 );
 crate::ctld_symbol!(
-    /// `void lock_slurmctld(slurmctld_lock_t)` (slurmctld locks.c).
-    pub LOCK_SLURMCTLD = "lock_slurmctld"
+    /// `void lock_slurmctld(slurmctld_lock_t)` (src/slurmctld/locks.h).
+    pub LOCK_SLURMCTLD: fn(ffi::slurmctld_lock_t) = "lock_slurmctld"
 );
 crate::ctld_symbol!(
-    /// `void unlock_slurmctld(slurmctld_lock_t)`.
-    pub UNLOCK_SLURMCTLD = "unlock_slurmctld"
+    /// `void unlock_slurmctld(slurmctld_lock_t)` (src/slurmctld/locks.h).
+    pub UNLOCK_SLURMCTLD: fn(ffi::slurmctld_lock_t) = "unlock_slurmctld"
 );
 crate::ctld_symbol!(
-    /// `bool validate_operator(uid_t)` (slurmctld proc_req.c).
-    pub VALIDATE_OPERATOR = "validate_operator"
+    /// `bool validate_operator(uid_t)` (src/slurmctld/slurmctld.h, proc_req.c).
+    pub VALIDATE_OPERATOR: fn(u32) -> bool = "validate_operator"
 );
 crate::ctld_symbol!(
     /// `char *part_list_to_xstr(list_t *)` (slurmctld partition_mgr.c, 23.02+).
-    pub PART_LIST_TO_XSTR = "part_list_to_xstr"
+    pub PART_LIST_TO_XSTR: fn(*mut ffi::xlist) -> *mut c_char = "part_list_to_xstr"
 );
 
 unsafe extern "C" {
@@ -93,9 +93,9 @@ fn conf() -> &'static ffi::slurm_conf_t {
 
 /// Number of TRES slurmctld tracks (`slurmctld_tres_cnt`), 0 outside slurmctld.
 pub fn tres_count() -> usize {
-    SLURMCTLD_TRES_CNT.address().map_or(0, |p| {
+    SLURMCTLD_TRES_CNT.ptr().map_or(0, |p| {
         // SAFETY: the slurmctld global `int slurmctld_tres_cnt`, set at startup/reconfigure.
-        let n = unsafe { p.cast::<c_int>().as_ptr().read() };
+        let n = unsafe { p.as_ptr().read() };
         usize::try_from(n).unwrap_or(0)
     })
 }
@@ -103,9 +103,9 @@ pub fn tres_count() -> usize {
 /// `cluster_cpus` and the node count multifactor uses (22.05: `node_record_count`; 23.11+:
 /// `active_node_record_count`).
 pub fn cluster() -> gputopo_core::priority::ClusterInput {
-    let cpus = CLUSTER_CPUS.address().map_or(0, |p| {
+    let cpus = CLUSTER_CPUS.ptr().map_or(0, |p| {
         // SAFETY: the slurmctld global `uint32_t cluster_cpus`.
-        unsafe { p.cast::<u32>().as_ptr().read() }
+        unsafe { p.as_ptr().read() }
     });
     #[cfg(priority_abi = "22.05")]
     let p = &raw const ffi::node_record_count;
@@ -153,9 +153,6 @@ pub fn priority_config() -> PriorityConfig {
             Some(v)
         }
     };
-    let damp = &raw mut gputopo_priority_damp_factor;
-    // SAFETY: the shim's global is only written here (reconfigure is serialised by slurmctld).
-    unsafe { damp.write(c.fs_dampening_factor.max(1)) };
     PriorityConfig {
         release: RELEASE,
         weights: Weights {
@@ -172,6 +169,16 @@ pub fn priority_config() -> PriorityConfig {
         flags: Flags(u32::from(c.priority_flags)),
         damp_factor: c.fs_dampening_factor.max(1),
     }
+}
+
+/// Hands `FairShareDampeningFactor` to the C shim's `priority_p_calc_fs_factor` (its global
+/// `gputopo_priority_damp_factor`): at start and on every reconfigure, with
+/// [`priority_config`]'s `damp_factor`.
+pub fn set_fs_damp_factor(damp: u16) {
+    let p = &raw mut gputopo_priority_damp_factor;
+    // SAFETY: the shim's global is only written here, from the role's start and reconfigure,
+    // which slurmctld serialises; the shim reads it in priority_p_calc_fs_factor.
+    unsafe { p.write(damp.max(1)) };
 }
 
 /// `PriorityCalcPeriod` in seconds (at least 1), `PriorityDecayHalfLife` in seconds.
@@ -225,28 +232,26 @@ pub fn enforce_limits() -> bool {
 
 /// Sets `last_job_update = now` (the scheduler re-sorts its queue when it changes).
 pub fn touch_last_job_update(now: i64) {
-    if let Some(p) = LAST_JOB_UPDATE.address() {
+    if let Some(p) = LAST_JOB_UPDATE.ptr() {
         // SAFETY: slurmctld's `time_t last_job_update`; written with the job write lock held
         // (caller), as multifactor does.
-        unsafe { p.cast::<ffi::time_t>().as_ptr().write(now) };
+        unsafe { p.as_ptr().write(now) };
     }
 }
 
 /// `last_part_update` (0 outside slurmctld).
 pub fn last_part_update() -> i64 {
-    LAST_PART_UPDATE.address().map_or(0, |p| {
+    LAST_PART_UPDATE.ptr().map_or(0, |p| {
         // SAFETY: slurmctld's `time_t last_part_update`, read under the partition read lock.
-        unsafe { p.cast::<ffi::time_t>().as_ptr().read() }
+        unsafe { p.as_ptr().read() }
     })
 }
 
 /// Whether `uid` is an operator (`validate_operator`); false if unresolvable.
 pub fn is_operator(uid: u32) -> bool {
-    VALIDATE_OPERATOR.address().is_some_and(|p| {
-        // SAFETY: `bool validate_operator(uid_t)` in slurmctld.
-        let f: unsafe extern "C" fn(u32) -> bool = unsafe { std::mem::transmute(p.as_ptr()) };
+    VALIDATE_OPERATOR.get().is_some_and(|validate_operator| {
         // SAFETY: plain function taking a uid; it takes the assoc read lock itself.
-        unsafe { f(uid) }
+        unsafe { validate_operator(uid) }
     })
 }
 
@@ -289,13 +294,7 @@ impl CtldLock {
             #[cfg(slurm_26_05)]
             select_node: n,
         };
-        let (lock, unlock) = (LOCK_SLURMCTLD.address()?, UNLOCK_SLURMCTLD.address()?);
-        // SAFETY: both are `void f(slurmctld_lock_t)` in slurmctld (src/slurmctld/locks.h).
-        let lock: unsafe extern "C" fn(ffi::slurmctld_lock_t) =
-            unsafe { std::mem::transmute(lock.as_ptr()) };
-        // SAFETY: as above.
-        let unlock: unsafe extern "C" fn(ffi::slurmctld_lock_t) =
-            unsafe { std::mem::transmute(unlock.as_ptr()) };
+        let (lock, unlock) = (LOCK_SLURMCTLD.get()?, UNLOCK_SLURMCTLD.get()?);
         // SAFETY: the struct is passed by value as slurmctld expects; released in Drop.
         unsafe { lock(levels) };
         Some(CtldLock { levels, unlock })
@@ -309,13 +308,34 @@ impl Drop for CtldLock {
     }
 }
 
-/// An assoc_mgr lock set; released on drop.
+/// An assoc_mgr lock set, named by what it lets the holder do; released on drop. Every set
+/// also read-locks the TRES table (usage and factors are TRES-indexed) and nothing else.
+#[doc(alias = "assoc_mgr_lock_t")]
+#[doc(alias = "assoc_mgr_lock")]
 #[derive(Debug)]
 pub struct AssocLock(ffi::assoc_mgr_lock_t);
 
 impl AssocLock {
+    /// Reads associations and QOS (shares, usage, factors): `{ .assoc = READ, .qos = READ,
+    /// .tres = READ }`.
+    pub fn read_assoc_qos() -> AssocLock {
+        Self::acquire(false, false)
+    }
+
+    /// Writes associations (charging usage up the tree), reads QOS: `{ .assoc = WRITE,
+    /// .qos = READ, .tres = READ }`.
+    pub fn write_assoc() -> AssocLock {
+        Self::acquire(true, false)
+    }
+
+    /// Writes associations and QOS (a job's usage charged to both): `{ .assoc = WRITE,
+    /// .qos = WRITE, .tres = READ }`.
+    pub fn write_assoc_qos() -> AssocLock {
+        Self::acquire(true, true)
+    }
+
     /// Takes assoc_mgr locks: `assoc`/`qos` at the given levels (others none).
-    pub fn acquire(assoc_write: bool, qos_write: bool) -> AssocLock {
+    fn acquire(assoc_write: bool, qos_write: bool) -> AssocLock {
         let lvl = |w: bool| {
             if w {
                 ffi::lock_level_t_WRITE_LOCK

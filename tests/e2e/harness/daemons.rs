@@ -82,24 +82,17 @@ impl Cluster {
     }
 
     /// The pid in `pidfile` while it is this cluster's daemon: alive, and its command line or
-    /// environment names the directory (as contrib/pidfile.sh checks). A pid file outlives a
-    /// SIGKILLed daemon, and its number then soon belongs to another process.
+    /// environment names the directory. A pid file outlives a SIGKILLed daemon, and its number
+    /// then soon belongs to another process. The rule is contrib/lib.sh's `daemon_pid`, asked
+    /// through `cluster.sh pid`, so it exists once.
     fn daemon_pid(&self, pidfile: &str) -> Option<u32> {
-        let pid: u32 = std::fs::read_to_string(self.dir.join(pidfile))
-            .ok()?
-            .trim()
-            .parse()
+        let out = Command::new(repo().join("contrib/cluster.sh"))
+            .args(["pid", pidfile, "--dir"])
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .output()
             .ok()?;
-        // cluster.sh starts the daemons on the directory's real path.
-        let real = std::fs::canonicalize(&self.dir).unwrap_or_else(|_| self.dir.clone());
-        let mark = format!("{}/", real.display());
-        ["cmdline", "environ"]
-            .iter()
-            .any(|f| {
-                std::fs::read(format!("/proc/{pid}/{f}"))
-                    .is_ok_and(|b| String::from_utf8_lossy(&b).contains(&mark))
-            })
-            .then_some(pid)
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
     }
 
     /// Stops slurmctld alone by its orderly path (`scontrol shutdown slurmctld`) and waits

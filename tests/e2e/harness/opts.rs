@@ -8,7 +8,7 @@ use std::path::PathBuf;
 /// plugin chosen by the environment.
 #[derive(Debug, Clone)]
 pub struct Opts {
-    /// Slurm release: "22.05.8" or "24.11.5".
+    /// Slurm release (a `release` of slurm-headers/releases.tsv, or a site's own).
     pub release: String,
     /// Number of emulated nodes n1..nN.
     pub nodes: u32,
@@ -48,6 +48,9 @@ pub struct Opts {
     pub slurmctld_prefix: Option<String>,
     /// A backup controller (a second `SlurmctldHost`) in standby (`cluster.sh --backup`).
     pub backup: bool,
+    /// Nodes whose slurmd sees a fake NVML's GPUs (`n1=FIXTURE,...`, `cluster.sh --nvml`):
+    /// with `AutoDetect=nvml` in gres.conf, Slurm's own gpu/nvml plugin detects them.
+    pub nvml: Option<String>,
 }
 
 impl Default for Opts {
@@ -71,6 +74,7 @@ impl Default for Opts {
             node_gres_of: None,
             slurmctld_prefix: None,
             backup: false,
+            nvml: None,
         }
     }
 }

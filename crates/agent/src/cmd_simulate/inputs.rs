@@ -2,10 +2,10 @@
 
 use super::Args;
 use anyhow::{Context, bail};
-use gputopo_core::sim::generator::Synthetic;
-use gputopo_core::sim::rng::Rng;
-use gputopo_core::sim::{ClusterSpec, Fault, Job, trace};
 use gputopo_core::topology::{NodeTopology, fixture};
+use gputopo_eval::sim::generator::Synthetic;
+use gputopo_eval::sim::rng::Rng;
+use gputopo_eval::sim::{ClusterSpec, Fault, Job, trace};
 use std::path::{Path, PathBuf};
 
 /// Where a topology name may live, in order.

@@ -5,7 +5,7 @@
 //! files or system libraries.
 
 use anyhow::Context;
-use gputopo_core::sim::Summary;
+use gputopo_eval::sim::Summary;
 use plotters::prelude::*;
 use std::fmt::Write as _;
 use std::path::Path;

@@ -14,7 +14,9 @@
 //! one minor, a gres.conf or fake_gpus.conf that cannot be read) the mapping is an error and
 //! the agent refuses to publish. NVML devices whose minor is unreadable fill the Slurm GPUs no
 //! device claimed only where that cannot name the wrong GPU (see [`assign`]); a Slurm GPU
-//! without a device is reported `unknown` / `not_in_nvml`.
+//! without a device is reported `faulty` / `not_in_nvml` (it left the bus).
+
+pub mod mig;
 
 use gputopo_core::identity::{self, Record, gres_conf};
 use gputopo_core::topology::gres_conf_parse::minor_of;
@@ -31,6 +33,8 @@ pub struct Device {
     pub nvlinks: Option<Vec<u32>>,
     /// The device is lost (NVML says so): its verdict is `faulty`/`gpu_lost` whoever it is.
     pub lost: bool,
+    /// Its MIG devices, when MIG is enabled (Slurm lists those instead of the GPU).
+    pub migs: Vec<mig::MigInstance>,
 }
 
 /// One Slurm GPU and the NVML device behind it.
@@ -40,8 +44,10 @@ pub struct Slot {
     pub file: Option<String>,
     /// Device minor.
     pub minor: Option<u32>,
-    /// NVML index, when a device was matched.
+    /// NVML index, when a device was matched (a MIG instance's parent GPU).
     pub nvml: Option<usize>,
+    /// The MIG device of `nvml` this Slurm GPU is (its index in [`Device::migs`]).
+    pub mig: Option<usize>,
 }
 
 /// The mapping and what to warn about.
@@ -102,7 +108,11 @@ pub fn map_texts(
         None => gres_conf::NodeGres::default(),
     };
     let mut notes = Vec::new();
-    if fake.is_none() && conf.gpus.is_empty() {
+    // (A GPU in MIG mode is listed by its MIG devices: Slurm's autodetected list below.)
+    let mig = devices
+        .iter()
+        .any(|d| d.migs.iter().any(|m| m.caps.is_some()));
+    if fake.is_none() && conf.gpus.is_empty() && !mig && !conf.autodetects_nvidia() {
         notes.push(format!(
             "gres.conf names no GPU of node {node}: GPUs are numbered in NVML (PCI bus) order, \
              Slurm's AutoDetect=nvml order"
@@ -114,13 +124,17 @@ pub fn map_texts(
                 file: d.minor.map(|m| format!("/dev/nvidia{m}")),
                 minor: d.minor,
                 nvml: Some(i),
+                mig: None,
             })
             .collect();
         return Ok(Mapping { slots, notes });
     }
     let system = match fake {
         Some(t) => Some(gres_conf::parse_fake_gpus(t).map_err(|e| format!("fake_gpus.conf {e}"))?),
-        None if conf.autodetects_nvml() => Some(nvml_records(devices)),
+        None if conf.autodetects_nvml() || (mig && conf.gpus.is_empty()) => {
+            Some(nvml_records(devices))
+        }
+        None if conf.autodetects_nvidia() => Some(driver_records(devices)),
         None => None,
     };
     let conf_gpus = if conf.gpus.is_empty() {
@@ -144,7 +158,19 @@ pub fn map_texts(
             i.why
         ));
     }
-    let files: Vec<Option<String>> = order.gpus.into_iter().map(|r| r.file).collect();
+    let all: Vec<Option<String>> = order.gpus.into_iter().map(|r| r.file).collect();
+    // MIG instances are tied to (parent, MIG device) by their capability minors; the other
+    // GPUs to devices by minor.
+    let migs: Vec<Option<(usize, usize, u32)>> = all
+        .iter()
+        .map(|f| f.as_deref().and_then(|f| locate_mig(f, devices)))
+        .collect();
+    let files: Vec<Option<String>> = all
+        .iter()
+        .zip(&migs)
+        .filter(|(_, m)| m.is_none())
+        .map(|(f, _)| f.clone())
+        .collect();
     let minors: Vec<Option<u32>> = files
         .iter()
         .map(|f| f.as_deref().and_then(&minor))
@@ -152,24 +178,67 @@ pub fn map_texts(
     let nvml: Vec<Option<u32>> = devices.iter().map(|d| d.minor).collect();
     let lost: Vec<bool> = devices.iter().map(|d| d.lost).collect();
     let owners = assign(&files, &minors, &nvml, &lost)?;
-    let slots = files
+    let mut plain = files.into_iter().zip(minors).zip(owners);
+    let slots = all
         .into_iter()
-        .zip(minors)
-        .zip(owners)
-        .map(|((file, minor), nvml)| Slot { file, minor, nvml })
+        .zip(migs)
+        .map(|(file, m)| match m {
+            Some((dev, k, parent)) => Slot {
+                file,
+                minor: Some(parent),
+                nvml: Some(dev),
+                mig: Some(k),
+            },
+            None => {
+                let ((file, minor), nvml) = plain.next().unwrap_or(((file, None), None));
+                Slot {
+                    file,
+                    minor,
+                    nvml,
+                    mig: None,
+                }
+            }
+        })
         .collect();
     Ok(Mapping { slots, notes })
 }
 
+/// The (device, MIG device, parent minor) a MIG `File=` names.
+fn locate_mig(file: &str, devices: &[Device]) -> Option<(usize, usize, u32)> {
+    let (parent, gi_cap, ci_cap) = mig::parse_files(file)?;
+    devices.iter().enumerate().find_map(|(i, d)| {
+        let k = d
+            .migs
+            .iter()
+            .position(|m| d.minor == Some(parent) && m.caps == Some((gi_cap, ci_cap)))?;
+        Some((i, k, parent))
+    })
+}
+
 /// The system list NVML's autodetection builds (`gpu_nvml.c`): one device per NVML index,
-/// `File=/dev/nvidia<minor>`, `Links=` with -1 at the NVML index. A device whose minor cannot
-/// be read is not detected.
+/// `File=/dev/nvidia<minor>`, `Links=` with -1 at the NVML index; a GPU in MIG mode is one
+/// record per MIG device whose capability minors are known ([`mig`]) instead. A device whose
+/// minor cannot be read is not detected.
 fn nvml_records(devices: &[Device]) -> Vec<Record> {
-    devices
-        .iter()
-        .enumerate()
-        .filter_map(|(i, d)| d.minor.map(|m| (i, m, d)))
-        .map(|(i, m, d)| Record {
+    let mut out = Vec::new();
+    for (i, d) in devices.iter().enumerate() {
+        let Some(m) = d.minor else { continue };
+        let instances: Vec<Record> = d
+            .migs
+            .iter()
+            .filter_map(|g| {
+                Some(Record {
+                    file: Some(mig::files(m, g.caps?)),
+                    type_name: g.type_name.clone(),
+                    links: g.links.clone(),
+                })
+            })
+            .collect();
+        if !instances.is_empty() {
+            out.extend(instances);
+            continue;
+        }
+        out.push(Record {
             file: Some(format!("/dev/nvidia{m}")),
             type_name: d.type_name.clone(),
             links: Some(identity::links_string(devices.len(), i, |j| {
@@ -178,6 +247,22 @@ fn nvml_records(devices: &[Device]) -> Vec<Record> {
                     .and_then(|l| l.get(j).copied())
                     .unwrap_or(0)
             })),
+        });
+    }
+    out
+}
+
+/// The system list of Slurm 24.11's `AutoDetect=nvidia` (`gpu_nvidia.c`): one record per GPU
+/// the driver lists, `File=/dev/nvidia<minor>`, its model as the type, no links.
+fn driver_records(devices: &[Device]) -> Vec<Record> {
+    devices
+        .iter()
+        .filter_map(|d| {
+            Some(Record {
+                file: Some(format!("/dev/nvidia{}", d.minor?)),
+                type_name: d.type_name.clone(),
+                links: None,
+            })
         })
         .collect()
 }
@@ -226,6 +311,37 @@ pub fn assign(
         }
     }
     Ok(owners)
+}
+
+/// The GPUs the driver registered, from `<root>/nvidia/gpus/<bus>/information` (`root` is
+/// `/proc/driver`): (bus id as the driver writes it, device minor), in PCI bus order, which
+/// is NVML's enumeration order. The driver keeps a GPU here after it falls off the bus, when
+/// NVML can no longer say which device it was.
+pub fn driver_gpus(root: &Path) -> Vec<(String, u32)> {
+    let Ok(dir) = std::fs::read_dir(root.join("nvidia/gpus")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, u32)> = dir
+        .flatten()
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.path().join("information")).ok()?;
+            let minor = text
+                .lines()
+                .find_map(|l| l.strip_prefix("Device Minor:"))?
+                .trim()
+                .parse()
+                .ok()?;
+            Some((e.file_name().to_string_lossy().to_lowercase(), minor))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// True when `path` is a character device (a GPU's device file the driver made).
+pub fn is_device(path: &str) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::metadata(path).is_ok_and(|md| md.file_type().is_char_device())
 }
 
 /// The minor of device file `path`: the character device's own when it exists, else the

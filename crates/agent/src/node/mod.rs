@@ -13,11 +13,13 @@
 
 pub mod gres_conf;
 pub mod health;
+pub mod kernel_log;
 pub mod mapping;
 mod nvml_raw;
 pub mod probe;
 pub mod publish;
 pub mod report;
+pub mod serve;
 pub mod settings;
 pub mod topology;
 pub mod xid_state;

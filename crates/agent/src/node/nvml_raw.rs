@@ -7,6 +7,8 @@
 //! - `nvmlDeviceGetRemappedRows`: not wrapped by nvml-wrapper at all.
 //! - `nvmlDeviceGetGpuFabricInfo`: not wrapped either (the multi-node NVLink fabric's cluster
 //!   UUID and clique id, for the node's NVLink domain).
+//! - `nvmlDeviceGetGpuInstanceId`, `nvmlDeviceGetComputeInstanceId`: not wrapped (a MIG
+//!   device's instance ids, which tie Slurm's MIG records to it).
 //!
 //! All use symbols that `NvmlLib` already resolved (a missing symbol is an error value, not a
 //! crash) and a device handle that a live `Device` borrows from the live `Nvml`.
@@ -121,4 +123,26 @@ pub fn fabric_info(nvml: &Nvml, device: &Device<'_>) -> Result<Option<(String, u
         .map(|b| format!("{b:02x}"))
         .collect();
     Ok(Some((uuid, info.cliqueId)))
+}
+
+/// The GPU instance and compute instance ids of MIG device `mig`.
+///
+/// # Errors
+/// NVML's error (`NotSupported` for a device that is not a MIG device) or a missing symbol.
+pub fn instance_ids(nvml: &Nvml, mig: &Device<'_>) -> Result<(u32, u32), NvmlError> {
+    let gi_of = symbol(
+        &nvml.lib().nvmlDeviceGetGpuInstanceId,
+        "nvmlDeviceGetGpuInstanceId",
+    )?;
+    let ci_of = symbol(
+        &nvml.lib().nvmlDeviceGetComputeInstanceId,
+        "nvmlDeviceGetComputeInstanceId",
+    )?;
+    let (mut gi, mut ci): (c_uint, c_uint) = (0, 0);
+    // SAFETY: `mig` borrows the live `Nvml` it came from, so its handle is valid; the symbol's
+    // C signature is the one nvml-wrapper-sys generated from nvml.h; `gi` is a valid out pointer.
+    nvml_try(unsafe { gi_of(mig.handle(), &mut gi) })?;
+    // SAFETY: as above, with `ci` the out pointer.
+    nvml_try(unsafe { ci_of(mig.handle(), &mut ci) })?;
+    Ok((gi, ci))
 }

@@ -13,13 +13,14 @@
 //! `Drop` would call `nvmlShutdown` with `.expect()`).
 
 mod telemetry;
+mod xids;
+
+use xids::{read_migs, read_xids};
 
 use super::nvml_raw::{self, RemoteKind};
 use gputopo_core::health::{Evidence, Reading, Reason, RowRemap};
 use gputopo_core::topology::PcieLevel;
-use nvml_wrapper::bitmasks::event::EventTypes;
 use nvml_wrapper::enum_wrappers::device::{EccCounter, MemoryError, TopologyLevel};
-use nvml_wrapper::enums::event::XidError;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device, Nvml};
 use std::ffi::OsString;
@@ -48,6 +49,8 @@ pub struct Identity {
     pub cc: Option<(u32, u32)>,
     /// NVLink fabric (cluster UUID in hex, clique id), when registered with one.
     pub fabric: Option<(String, u32)>,
+    /// MIG devices when MIG is enabled, by MIG index: (GPU instance, compute instance, name).
+    pub migs: Vec<(u32, u32, Option<String>)>,
 }
 
 /// One end of an active NVLink.
@@ -75,6 +78,9 @@ pub struct GpuReading {
 pub struct NodeReading {
     /// Node-level failure: NVML unavailable, driver not loaded, init timed out (with detail).
     pub failure: Option<(Reason, String)>,
+    /// NVML failed to start because there is no library to load: nothing is known about the
+    /// GPUs, unlike a driver that is not loaded or an init that fails (the GPUs are gone).
+    pub library_missing: bool,
     /// GPUs in NVML order.
     pub gpus: Vec<GpuReading>,
     /// `n`×`n` PCIe levels in NVML order; `None` where unknown.
@@ -108,7 +114,13 @@ pub struct Request {
     pub xid_wait: Duration,
     /// Also read NVLinks and PCIe levels.
     pub topology: bool,
+    /// Service mode: stop waiting for XIDs shortly after the first one arrives (so it is
+    /// published at once), and keep one NVML handle for the life of the process.
+    pub listen: bool,
 }
+
+/// The NVML handle a service keeps between checks (leaked on purpose, as every handle here).
+static KEPT: std::sync::Mutex<Option<(OsString, &'static Nvml)>> = std::sync::Mutex::new(None);
 
 enum Msg {
     Ident(usize, Identity),
@@ -123,10 +135,33 @@ pub fn read(req: &Request) -> NodeReading {
     let deadline = Instant::now() + req.timeout;
     let (tx, rx) = mpsc::channel();
     let lib = req.library.clone();
+    let kept = req
+        .listen
+        .then(|| KEPT.lock().ok().and_then(|k| k.clone()))
+        .flatten()
+        .filter(|(l, _)| *l == lib)
+        .map(|(_, n)| n);
+    let listen = req.listen;
     std::thread::spawn(move || {
-        let r = Nvml::builder().lib_path(&lib).init().map(|nvml| {
-            let nvml: &'static Nvml = Box::leak(Box::new(nvml));
+        let r = match kept {
+            Some(nvml) => Ok(nvml),
+            None => Nvml::builder()
+                .lib_path(&lib)
+                .init()
+                .map(|nvml| &*Box::leak(Box::new(nvml))),
+        }
+        .map(|nvml: &'static Nvml| {
             let count = nvml.device_count();
+            if listen && count.is_ok() {
+                if let Ok(mut k) = KEPT.lock() {
+                    *k = Some((lib.clone(), nvml));
+                }
+            } else if listen {
+                // A handle that no longer counts devices (driver reloaded) is not reused.
+                if let Ok(mut k) = KEPT.lock() {
+                    *k = None;
+                }
+            }
             (nvml, count)
         });
         let _ = tx.send(r);
@@ -139,7 +174,15 @@ pub fn read(req: &Request) -> NodeReading {
                 "nvmlInit did not return in time".into(),
             );
         }
-        Ok(Err(e)) => return failed(init_reason(&e), e.to_string()),
+        Ok(Err(e)) => {
+            return NodeReading {
+                library_missing: matches!(
+                    e,
+                    NvmlError::LibloadingError(_) | NvmlError::LibraryNotFound
+                ),
+                ..failed(init_reason(&e), e.to_string())
+            };
+        }
         Ok(Ok((nvml, Ok(n)))) => (nvml, n as usize),
         Ok(Ok((_, Err(e)))) => {
             return failed(Reason::NvmlUnavailable, format!("nvmlDeviceGetCount: {e}"));
@@ -157,7 +200,7 @@ pub fn read(req: &Request) -> NodeReading {
         let tx = tx.clone();
         let w = req.xid_wait;
         std::thread::spawn(move || {
-            let _ = tx.send(Msg::Xids(read_xids(nvml, count, w)));
+            let _ = tx.send(Msg::Xids(read_xids(nvml, count, w, listen)));
         });
     }
     if req.topology {
@@ -207,6 +250,7 @@ pub fn read(req: &Request) -> NodeReading {
     }
     NodeReading {
         failure: None,
+        library_missing: false,
         gpus,
         pcie,
     }
@@ -288,6 +332,7 @@ fn read_gpu(nvml: &'static Nvml, i: usize, topo: bool, tx: &mpsc::Sender<Msg>) {
             &mut lost,
         ),
         fabric: value(nvml_raw::fabric_info(nvml, &dev), &mut lost).flatten(),
+        migs: read_migs(nvml, &dev, &mut lost),
     };
     let _ = tx.send(Msg::Ident(i, ident));
     let ecc = |t, c| dev.total_ecc_errors(t, c);
@@ -368,78 +413,6 @@ fn active_links(dev: &Device<'_>) -> Result<Vec<u32>, NvmlError> {
         }
     }
     Ok(out)
-}
-
-fn read_xids(nvml: &'static Nvml, n: usize, wait: Duration) -> Vec<(Reading<Vec<u32>>, bool)> {
-    let mut out: Vec<(Reading<Vec<u32>>, bool)> =
-        (0..n).map(|_| (Reading::NotSupported, false)).collect();
-    let Ok(mut set) = nvml.create_event_set() else {
-        for o in &mut out {
-            o.0 = Reading::Failed("nvmlEventSetCreate failed".into());
-        }
-        return out;
-    };
-    let mut registered = Vec::new();
-    for (i, o) in out.iter_mut().enumerate() {
-        let dev = match nvml.device_by_index(i as u32) {
-            Ok(d) => d,
-            Err(e) => {
-                o.0 = reading::<Vec<u32>>(Err(e), &mut o.1);
-                continue;
-            }
-        };
-        match dev.supported_event_types() {
-            Ok(t) if t.contains(EventTypes::CRITICAL_XID_ERROR) => {}
-            Ok(_) => continue,
-            Err(e) => {
-                o.0 = reading::<Vec<u32>>(Err(e), &mut o.1);
-                continue;
-            }
-        }
-        match dev.register_events(EventTypes::CRITICAL_XID_ERROR, set) {
-            Ok(s) => {
-                set = s;
-                o.0 = Reading::Value(Vec::new());
-                registered.push(i);
-            }
-            Err(e) => {
-                o.0 = reading::<Vec<u32>>(Err(e.error), &mut o.1);
-                // nvml-wrapper released the set: start a new one with the devices so far.
-                match nvml.create_event_set() {
-                    Ok(s) => set = s,
-                    Err(_) => return out,
-                }
-                for &k in &registered {
-                    if let Ok(d) = nvml.device_by_index(k as u32) {
-                        if let Ok(s) = d.register_events(EventTypes::CRITICAL_XID_ERROR, set) {
-                            set = s;
-                        } else {
-                            return out;
-                        }
-                    }
-                }
-            }
-        }
-    }
-    let end = Instant::now() + wait;
-    loop {
-        let left = end.saturating_duration_since(Instant::now()).as_millis() as u32;
-        match set.wait(left) {
-            Ok(ev) => {
-                let (Some(XidError::Value(x)), Ok(i)) = (ev.event_data, ev.device.index()) else {
-                    continue;
-                };
-                if let Some((Reading::Value(v), _)) = out.get_mut(i as usize) {
-                    v.push(x as u32);
-                }
-            }
-            Err(_) => break,
-        }
-        if left == 0 {
-            break;
-        }
-    }
-    out
 }
 
 fn read_pcie(nvml: &'static Nvml, n: usize) -> Vec<Option<PcieLevel>> {

@@ -2,13 +2,16 @@
 //! the `gputopo` key (format: `gputopo_core::health::extra`). Meant to run as slurmd's
 //! `HealthCheckProgram` (as root; only root, SlurmUser and Slurm admins may update `Extra`).
 //!
-//! 1. Read NVML (bounded by `NvmlTimeoutMs`) and judge every GPU.
-//! 2. Read the current `Extra` with `scontrol show node NAME`.
-//! 3. Merge: other JSON keys are kept; a non-JSON value (an administrator's note) is never
-//!    overwritten — exit 5 with a message saying how to clear it.
-//! 4. Write with `scontrol update NodeName=NAME Extra=JSON`, only when the value changed.
-//! 5. Optionally (`DrainWhenAllFaulty=yes`) drain the node when *every* GPU is faulty. One bad GPU
-//!    never drains the node: the select plugin skips exactly that GPU.
+//! This is the thin runner around a pure plan ([`gputopo_core::health::publish::plan`], where
+//! every rule lives and is unit-tested):
+//! 1. Read NVML (bounded by `NvmlTimeoutMs`) and judge every GPU ([`report`]).
+//! 2. Read the node's record with `scontrol show node NAME` ([`node_record`]).
+//! 3. Plan: the merged `Extra` and the `scontrol update` steps (write `Extra` when it changed;
+//!    with `DrainWhenAllFaulty=yes` drain a node whose *every* GPU is faulty), or a refusal
+//!    (a non-JSON `Extra`, or slurm.conf's GPU count disagreeing with this check).
+//!    gputopo's own record made unusable (truncated, corrupted) is replaced, with a message
+//!    saying so.
+//! 4. Carry the steps out with scontrol, in order.
 //!
 //! All scontrol calls together are bounded by `PublishTimeoutSec`; a call still running then is
 //! killed. Exit codes: 0 Extra is up to date (written, or already current); 1 usage or
@@ -18,7 +21,7 @@
 
 use super::report;
 use super::settings::Settings;
-use gputopo_core::health::{Status, merge_extra_with};
+use gputopo_core::health::publish::{self, NodeRecord, PublishPolicy, Refusal, Step};
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -54,6 +57,16 @@ pub struct Args {
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let s = Settings::load(args.node.clone())?;
+    publish(&args, &s)
+}
+
+/// One health check and publication with resolved settings (`run`, and each cycle of
+/// `gputopo serve`).
+///
+/// # Errors
+/// As `run`.
+pub fn publish(args: &Args, s: &Settings) -> anyhow::Result<i32> {
+    let s = s.clone();
     let r = report::collect_with(&s, true, !args.dry_run);
     r.print_notes();
     if r.refusal.is_some() {
@@ -62,129 +75,92 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         eprintln!("gputopo: publish: node {}: not publishing", s.node);
         return Ok(report::EXIT_IDENTITY);
     }
-    let mut health = r.health();
     let a = &s.config.agent;
-    let deadline = Instant::now() + Duration::from_secs(a.publish_timeout_sec);
-    let scontrol = args
-        .scontrol
-        .clone()
-        .or_else(|| {
-            std::env::var("GPUTOPO_SCONTROL")
-                .ok()
-                .filter(|v| !v.is_empty())
-        })
-        .unwrap_or_else(|| "scontrol".into());
     let sc = Scontrol {
-        program: scontrol,
-        deadline,
+        program: args
+            .scontrol
+            .clone()
+            .or_else(|| {
+                std::env::var("GPUTOPO_SCONTROL")
+                    .ok()
+                    .filter(|v| !v.is_empty())
+            })
+            .unwrap_or_else(|| "scontrol".into()),
+        deadline: Instant::now() + Duration::from_secs(a.publish_timeout_sec),
     };
-    let (current, state) = match &args.current_extra {
-        Some(e) => (e.clone(), String::new()),
+    let node = match &args.current_extra {
+        Some(e) => NodeRecord {
+            extra: e.clone(),
+            ..NodeRecord::default()
+        },
         None => match sc.run(&["show", "node", &s.node]) {
-            Ok(out) => {
-                // Slurm keeps at most the configured count (slurm.conf Gres=) of a gres.conf's
-                // GPUs; a list of another length is not Slurm's, and its indices may be off.
-                let configured = field(&out, "Gres").and_then(|g| configured_gpus(&g));
-                if let Some(n) = configured.filter(|&n| n != health.gpus.len()) {
-                    eprintln!(
-                        "gputopo: error: node {} has {n} GPUs configured in slurm.conf (Gres=) but \
-                         gres.conf gives {} in Slurm's order; not publishing",
-                        s.node,
-                        health.gpus.len()
-                    );
-                    return Ok(report::EXIT_IDENTITY);
-                }
-                (
-                    field(&out, "Extra").unwrap_or_default(),
-                    field(&out, "State").unwrap_or_default(),
-                )
-            }
+            Ok(out) => node_record(&out),
             Err(e) => {
                 eprintln!("gputopo: publish: reading node {}: {e}", s.node);
                 return Ok(EXIT_SCONTROL);
             }
         },
     };
-    // Keep the published time while nothing changed and it is fresh enough, so an unchanged
-    // report is not rewritten at every check, yet its age stays within PublishRefreshSec.
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let fresh = gputopo_core::health::parse_extra(&current)
-        .ok()
-        .flatten()
-        .and_then(|h| h.time)
-        .filter(|&t| t <= now && now - t < a.publish_refresh_sec);
-    health.time = fresh.or(Some(now));
-    let labels = r.labels();
-    let mut merged = merge_extra_with(&current, &health, labels.as_ref());
-    if merged.as_deref().is_ok_and(|m| m != current.trim()) && fresh.is_some() {
-        health.time = Some(now);
-        merged = merge_extra_with(&current, &health, labels.as_ref());
-    }
-    let merged = match merged {
-        Ok(m) => m,
-        Err(e) => {
+    let policy = PublishPolicy {
+        refresh_secs: a.publish_refresh_sec,
+        drain_when_all_faulty: a.drain_when_all_faulty,
+    };
+    let plan = match publish::plan(&node, r.health(), r.labels().as_ref(), now, policy) {
+        Ok(p) => p,
+        Err(e @ Refusal::GpuCount { .. }) => {
+            eprintln!("gputopo: error: node {}: {e}; not publishing", s.node);
+            return Ok(report::EXIT_IDENTITY);
+        }
+        Err(e @ Refusal::Extra(_)) => {
             eprintln!("gputopo: publish: node {}: {e}", s.node);
             return Ok(EXIT_REFUSED);
         }
     };
-    let counts = summary(&health);
+    if let Some(e) = &plan.replaces_own_malformed {
+        // Ours (it names our key) but unusable: slurmctld keeps the node's last good health
+        // meanwhile; rewriting it is the repair (issue 25 item 1).
+        eprintln!(
+            "gputopo: publish: node {}: {e}; replacing gputopo's own unusable record",
+            s.node
+        );
+    }
     if args.dry_run {
-        println!("{merged}");
+        println!("{}", plan.extra);
         return Ok(report::EXIT_OK);
     }
-    if merged == current.trim() {
+    let counts = publish::summary(&plan.health);
+    if !plan.writes_extra() {
         println!("gputopo: node {}: Extra unchanged ({counts})", s.node);
-    } else {
-        let extra = format!("Extra={merged}");
-        let node = format!("NodeName={}", s.node);
-        if let Err(e) = sc.run(&["update", &node, &extra]) {
-            eprintln!("gputopo: publish: updating node {}: {e}", s.node);
-            return Ok(EXIT_SCONTROL);
-        }
-        println!("gputopo: node {}: Extra updated ({counts})", s.node);
     }
-    let all_faulty =
-        !health.gpus.is_empty() && health.gpus.iter().all(|g| g.status == Status::Faulty);
-    if a.drain_when_all_faulty && all_faulty && !state.to_ascii_uppercase().contains("DRAIN") {
-        let node = format!("NodeName={}", s.node);
-        let args = [
-            "update",
-            node.as_str(),
-            "State=DRAIN",
-            "Reason=gputopo: every GPU is faulty",
-        ];
-        if let Err(e) = sc.run(&args) {
-            eprintln!("gputopo: publish: draining node {}: {e}", s.node);
+    for step in &plan.steps {
+        let (doing, done) = match step {
+            Step::WriteExtra(_) => ("updating", format!("Extra updated ({counts})")),
+            Step::Drain { .. } => ("draining", "drained (every GPU is faulty)".to_string()),
+        };
+        let step_args = step.scontrol_args(&s.node);
+        let step_args: Vec<&str> = step_args.iter().map(String::as_str).collect();
+        if let Err(e) = sc.run(&step_args) {
+            eprintln!("gputopo: publish: {doing} node {}: {e}", s.node);
             return Ok(EXIT_SCONTROL);
         }
-        println!("gputopo: node {}: drained (every GPU is faulty)", s.node);
+        println!("gputopo: node {}: {done}", s.node);
     }
     Ok(report::EXIT_OK)
 }
 
-fn summary(h: &gputopo_core::health::NodeHealth) -> String {
-    let mut parts = vec![format!("{} GPUs", h.gpus.len())];
-    for st in [
-        Status::Ok,
-        Status::Degraded,
-        Status::Unknown,
-        Status::Faulty,
-    ] {
-        let n = h.gpus.iter().filter(|g| g.status == st).count();
-        if n > 0 {
-            parts.push(format!("{n} {st}"));
-        }
+/// The part of `scontrol show node` output publishing reads.
+pub fn node_record(show: &str) -> NodeRecord {
+    NodeRecord {
+        extra: field(show, "Extra").unwrap_or_default(),
+        state: field(show, "State").unwrap_or_default(),
+        // Slurm keeps at most the configured count (slurm.conf Gres=) of a gres.conf's GPUs.
+        configured_gpus: field(show, "Gres").and_then(|g| configured_gpus(&g)),
     }
-    for e in &h.errors {
-        parts.push(e.to_string());
-    }
-    parts.join(", ")
 }
 
-/// The value of `Key=` in `scontrol show node` output. `Extra=` (and `Reason=`, `Comment=`) sit on
-/// a line of their own and run to its end, spaces included; other keys end at whitespace.
 /// The number of GPUs in a node's `Gres=` (`gpu:l40s:8(S:0-1)`, `gpu:a:4,gpu:b:4,mps:100`),
 /// `None` when it names no GPU or a count does not parse.
 pub fn configured_gpus(gres: &str) -> Option<usize> {
@@ -206,6 +182,8 @@ pub fn configured_gpus(gres: &str) -> Option<usize> {
     total
 }
 
+/// The value of `Key=` in `scontrol show node` output. `Extra=` (and `Reason=`, `Comment=`) sit on
+/// a line of their own and run to its end, spaces included; other keys end at whitespace.
 pub fn field(show: &str, key: &str) -> Option<String> {
     let prefix = format!("{key}=");
     for line in show.lines() {
@@ -284,7 +262,7 @@ impl Scontrol {
 
 #[cfg(test)]
 mod tests {
-    use super::{configured_gpus, field};
+    use super::{configured_gpus, field, node_record};
 
     #[test]
     fn reads_extra_and_state_from_show_node() {
@@ -293,6 +271,17 @@ mod tests {
         assert_eq!(field(show, "Extra").as_deref(), Some("{\"a\": \"b c\"}"));
         assert_eq!(field(show, "State").as_deref(), Some("IDLE+DRAIN"));
         assert_eq!(field("NodeName=n1\n", "Extra"), None);
+    }
+
+    #[test]
+    fn reads_the_node_record() {
+        let show = "NodeName=n1 Arch=x86_64\n   Gres=gpu:a100:4(S:0)\n   State=MIXED+DRAIN \
+                    ThreadsPerCore=1\n   Extra={\"gputopo\": {}}\n";
+        let r = node_record(show);
+        assert_eq!(r.extra, "{\"gputopo\": {}}");
+        assert_eq!(r.state, "MIXED+DRAIN");
+        assert_eq!(r.configured_gpus, Some(4));
+        assert!(r.is_drained());
     }
 
     #[test]

@@ -1,16 +1,17 @@
 //! From an NVML reading to Slurm's view: GPUs in GRES index order, each judged by the core's
 //! health policy, plus the node's topology in the core model and the exit code that sums it up.
 
+mod memory;
+
 use super::mapping;
 use super::nvml_raw::RemoteKind;
 use super::probe::{self, Identity, NodeReading, Request};
 use super::settings::Settings;
-use super::xid_state;
 use gputopo_core::health::extra::labels::{GpuFacts, Labels};
-use gputopo_core::health::sticky::StickyPolicy;
-use gputopo_core::health::telemetry;
-use gputopo_core::health::{Device, GpuHealth, NodeHealth, Reading, Reason, Status, judge};
+use gputopo_core::health::{Device, GpuHealth, NodeHealth, Reason, Status, judge};
 use gputopo_core::topology::{Gpu, NodeTopology, PcieLevel};
+use memory::apply_memory;
+use std::path::Path;
 use std::time::Duration;
 
 /// Exit code: every GPU read, none faulty.
@@ -77,6 +78,7 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
         timeout: Duration::from_millis(a.nvml_timeout_ms),
         xid_wait: Duration::from_millis(a.xid_wait_ms),
         topology,
+        listen: s.listen,
     });
     let mut notes = Vec::new();
     apply_memory(s, &mut reading, remember, &mut notes);
@@ -100,15 +102,27 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
         let gpus = slots
             .iter()
             .enumerate()
-            .map(|(i, slot)| SlurmGpu {
-                nvml: None,
-                minor: slot.minor,
-                ident: Identity::default(),
-                verdict: GpuHealth {
-                    device: Device::new(slot.minor, None),
-                    ..GpuHealth::from_reasons(i, vec![r.clone()])
-                },
-                warm: false,
+            .map(|(i, slot)| {
+                // NVML cannot start, yet the GPU's device file is there: the driver lost the
+                // GPU (faulty). Without the library, or without a device file, nothing is
+                // known (unknown). A hung init stays unknown too: it may pass.
+                let present = !reading.library_missing
+                    && *r != Reason::NvmlTimeout
+                    && slot.file.as_deref().is_some_and(mapping::is_device);
+                let mut reasons = vec![r.clone()];
+                if present {
+                    reasons.insert(0, Reason::GpuUnreachable);
+                }
+                SlurmGpu {
+                    nvml: None,
+                    minor: slot.minor,
+                    ident: Identity::default(),
+                    verdict: GpuHealth {
+                        device: Device::new(slot.minor, None),
+                        ..GpuHealth::from_reasons(i, reasons)
+                    },
+                    warm: false,
+                }
             })
             .collect();
         return NodeReport {
@@ -125,15 +139,15 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
             Some(n) => judge(i, &reading.gpus[n].evidence, &a.health),
             None => GpuHealth::from_reasons(i, vec![Reason::NotInNvml]),
         };
-        // The bus id only of a device identified by its minor (not of a lost one slotted in),
-        // and only where an administrator needs it (not ok), to keep Extra compact.
-        let bus = slot
+        // The bus id and UUID only of a device identified by its minor (not of a lost one
+        // slotted in); for every GPU, so `gputopo metrics` labels a GPU the same whatever its
+        // state (a label that came and went would start a new series).
+        let ident = slot
             .nvml
             .map(|n| &reading.gpus[n].ident)
-            .filter(|id| id.minor.is_some() && id.minor == slot.minor)
-            .filter(|_| verdict.status != Status::Ok)
-            .and_then(|id| id.bus_id.as_deref());
-        verdict.device = Device::new(slot.minor, bus);
+            .filter(|id| id.minor.is_some() && id.minor == slot.minor);
+        verdict.device = Device::new(slot.minor, ident.and_then(|id| id.bus_id.as_deref()))
+            .with_uuid(ident.and_then(|id| id.uuid.as_deref()));
         let warm = verdict.status == Status::Ok
             && slot.nvml.is_some_and(|n| reading.gpus[n].evidence.warm);
         gpus.push(SlurmGpu {
@@ -155,7 +169,8 @@ pub fn collect_with(s: &Settings, topology: bool, remember: bool) -> NodeReport 
             s.node
         ));
     }
-    let topology = topology
+    // MIG instances have no NVLink and share their parent's PCIe position: no matrices.
+    let topology = (topology && slots.iter().all(|slot| slot.mig.is_none()))
         .then(|| build_topology(&s.node, &reading, &gpus))
         .flatten();
     NodeReport {
@@ -210,72 +225,25 @@ impl NodeReport {
 /// Adds the XIDs still held for each device (`gputopo_core::health::sticky`) and the telemetry
 /// signals its hysteresis holds (`gputopo_core::health::telemetry`) to its evidence; with
 /// `remember`, records this check and saves the state when it changed. Without, the signals
-/// are still stepped (what this check would conclude) but nothing is saved.
-fn apply_memory(s: &Settings, r: &mut NodeReading, remember: bool, notes: &mut Vec<String>) {
-    let a = &s.config.agent;
-    let path = xid_state::path(a.state_dir.as_deref(), &s.node);
-    let (mut memory, note) = xid_state::load(&path);
-    notes.extend(note);
-    let before = memory.clone();
-    let policy = StickyPolicy {
-        hold_sec: a.xid_sticky_sec,
-        clear_checks: a.xid_clear_checks,
-    };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    for g in &mut r.gpus {
-        let Some(key) = g.ident.uuid.clone().or_else(|| g.ident.bus_id.clone()) else {
-            continue;
-        };
-        if remember {
-            let seen: Option<Vec<u32>> = g.evidence.xids.value().map(|v| {
-                v.iter()
-                    .copied()
-                    .filter(|x| !a.health.ignored_xids.contains(x))
-                    .collect()
-            });
-            memory.record(&key, seen.as_deref(), now, policy);
-        }
-        // Throttled time since the previous check, from the counters remembered then.
-        g.evidence.telemetry.throttled_pct =
-            memory.step_counters(&key, &g.evidence.telemetry.violations);
-        g.evidence.sustained = memory.step_signals(
-            &key,
-            &telemetry::signals(&g.evidence.telemetry, &a.telemetry),
-            &a.telemetry,
-        );
-        g.evidence.warm = memory.step_warm(
-            &key,
-            telemetry::warm_seen(&g.evidence.telemetry, &a.telemetry),
-            &a.telemetry,
-        );
-        let held = memory.held(&key);
-        if !held.is_empty() {
-            let mut all = g.evidence.xids.value().cloned().unwrap_or_default();
-            all.extend_from_slice(held);
-            all.sort_unstable();
-            all.dedup();
-            g.evidence.xids = Reading::Value(all);
-        }
-    }
-    if remember && memory != before {
-        if let Err(e) = xid_state::save(&path, &memory) {
-            notes.push(e);
-        }
-    }
-}
-
 /// What the mapping needs of each NVML device: minor, Slurm type, direct NVLinks per device.
 fn devices(r: &NodeReading) -> Vec<mapping::Device> {
+    let any_mig = r.gpus.iter().any(|g| !g.ident.migs.is_empty());
+    let (caps, mig_links) = if any_mig {
+        let links = mapping::mig::slurm_writes_mig_links(slurm_release());
+        (mapping::mig::CapMinors::read(), links)
+    } else {
+        (mapping::mig::CapMinors::default(), false)
+    };
     let bus: Vec<Option<String>> = r
         .gpus
         .iter()
         .map(|g| g.ident.bus_id.as_deref().map(norm_bus))
         .collect();
-    r.gpus
+    let mut devs = r
+        .gpus
         .iter()
         .map(|g| mapping::Device {
+            migs: migs_of(&g.ident, &caps, mig_links),
             lost: g.evidence.lost,
             minor: g.ident.minor,
             type_name: g.ident.name.as_deref().map(gres_type),
@@ -292,7 +260,73 @@ fn devices(r: &NodeReading) -> Vec<mapping::Device> {
                     .collect()
             }),
         })
-        .collect()
+        .collect::<Vec<_>>();
+    fill_lost_minors(&mut devs, &mapping::driver_gpus(Path::new("/proc/driver")));
+    devs
+}
+
+/// A GPU's MIG devices as Slurm detects them: type, capability minors, and (Slurm before
+/// 24.11) `Links=` with `-1` at the index among those detected.
+fn migs_of(
+    id: &Identity,
+    caps: &mapping::mig::CapMinors,
+    links: bool,
+) -> Vec<mapping::mig::MigInstance> {
+    let mut out: Vec<mapping::mig::MigInstance> = id
+        .migs
+        .iter()
+        .map(|(gi, ci, name)| mapping::mig::MigInstance {
+            gi: *gi,
+            ci: *ci,
+            type_name: id
+                .name
+                .as_deref()
+                .zip(name.as_deref())
+                .and_then(|(p, m)| mapping::mig::type_name(&gres_type(p), &gres_type(m))),
+            caps: id.minor.and_then(|minor| caps.of(minor, *gi, *ci)),
+            links: None,
+        })
+        .collect();
+    if links {
+        let detected = out.iter().filter(|m| m.caps.is_some()).count();
+        for (k, m) in out.iter_mut().filter(|m| m.caps.is_some()).enumerate() {
+            m.links = Some(mapping::mig::links_before_24_11(k, detected));
+        }
+    }
+    out
+}
+
+/// The release of the Slurm the node runs (`$GPUTOPO_SCONTROL -V`, else `scontrol -V`), for
+/// what differs between releases in Slurm's own GPU list (MIG `Links=`); `None` when no
+/// scontrol answers.
+fn slurm_release() -> Option<(u32, u32)> {
+    let scontrol = std::env::var("GPUTOPO_SCONTROL")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "scontrol".into());
+    let out = std::process::Command::new(scontrol)
+        .arg("-V")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    mapping::mig::parse_release(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// A lost GPU answers NVML nothing, not even its minor, so Slurm's GPU for it (detected while
+/// it still answered) would have no device and the order built from NVML one GPU too few. The
+/// driver still lists it (`/proc/driver/nvidia/gpus`, in NVML's PCI bus order): when it lists
+/// exactly as many GPUs as NVML counts, NVML device i is its i-th, and a lost one takes that
+/// minor.
+fn fill_lost_minors(devs: &mut [mapping::Device], driver: &[(String, u32)]) {
+    if driver.len() != devs.len() {
+        return;
+    }
+    let used: Vec<u32> = devs.iter().filter_map(|d| d.minor).collect();
+    for (d, (_, minor)) in devs.iter_mut().zip(driver) {
+        if d.lost && d.minor.is_none() && !used.contains(minor) {
+            d.minor = Some(*minor);
+        }
+    }
 }
 
 impl NodeReport {

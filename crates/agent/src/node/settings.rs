@@ -27,6 +27,9 @@ pub struct Settings {
     pub gres_conf: PathBuf,
     /// This node's Slurm name.
     pub node: String,
+    /// Long-lived service mode (`gputopo serve`): the XID wait ends soon after the first
+    /// event, and one NVML handle serves every check.
+    pub listen: bool,
 }
 
 impl Settings {
@@ -59,6 +62,7 @@ impl Settings {
             library,
             gres_conf,
             node,
+            listen: false,
         })
     }
 }

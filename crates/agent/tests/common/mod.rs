@@ -64,6 +64,12 @@ impl Node {
         let dir = std::env::temp_dir().join(format!("gputopo-nvml-{}-{test}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("temp dir");
+        // The host's kernel log is not the fixture's: read none unless the test names one.
+        let conf = if conf.contains("KernelLog") {
+            conf.to_string()
+        } else {
+            format!("{conf}\nKernelLog=none\n")
+        };
         std::fs::write(dir.join("gputopo.conf"), conf).expect("gputopo.conf");
         if let Some(g) = gres {
             std::fs::write(dir.join("gres.conf"), g).expect("gres.conf");

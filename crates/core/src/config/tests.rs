@@ -124,6 +124,10 @@ fn sticky_xid_and_refresh_keys() {
         (d.xid_sticky_sec, d.xid_clear_checks, d.publish_refresh_sec),
         (3600, 3, 300)
     );
+    assert_eq!(
+        Config::parse("KernelLog=none\n").map(|c| c.agent.kernel_log),
+        Ok(None)
+    );
     let c = Config::parse("XidStickySec=0 XidClearChecks=1 StateDir=/run/g PublishRefreshSec=60\n")
         .unwrap()
         .agent;

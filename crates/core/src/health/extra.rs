@@ -24,9 +24,9 @@
 //! - `gpus[].i`: Slurm GRES index (Slurm's own GPU order, `crate::identity`, tied to the NVML
 //!   device through the device minor number); `s`: `ok`|`degraded`|`unknown`|`faulty`; `r`: reason tokens (absent
 //!   when empty). GPUs the agent could not see at all are absent, or listed `unknown`.
-//! - `gpus[].m`, `gpus[].b` (optional): the device the verdict is about, its minor
-//!   (`/dev/nvidiaN`) and (the agent writes it for GPUs that are not ok) its PCI bus id in
-//!   short form (`3d:00.0`), for administrators.
+//! - `gpus[].m`, `gpus[].b`, `gpus[].u` (optional): the device the verdict is about, its
+//!   minor (`/dev/nvidiaN`), its PCI bus id in short form (`3d:00.0`) and its NVML UUID, for
+//!   administrators and for joining `gputopo metrics` with dcgm-exporter (same labels).
 //! - `links`/`pcie`: `n`×`n` matrices in GRES index order (diagonal 0), `n` = number of GPUs.
 //! - `w`: GRES indices of `ok` GPUs that run warm or throttle right now without it being
 //!   sustained (`crate::health::telemetry::warm`): a preference only (cooler GPUs first among
@@ -36,9 +36,13 @@
 //! considers, so it is cheap: one pass of serde_json over the string, skipping foreign keys
 //! without allocating, and a few small vectors for our part. It never panics (property-tested).
 
+mod compose;
+pub mod drain;
 pub mod flat;
 mod gpu_list;
+pub mod history;
 pub mod labels;
+mod wire;
 
 use super::{GpuHealth, Reason, Status};
 use crate::gpuset::{GpuSet, MAX_GPUS};
@@ -131,6 +135,8 @@ pub struct NodeHealth {
     pub time: Option<u64>,
     /// `ok` GPUs running warm now (`w`), empty when none.
     pub warm: WideSet,
+    /// GPUs an administrator drained ([`drain`]), by index; empty when none.
+    pub drained: Vec<drain::Drain>,
 }
 
 impl NodeHealth {
@@ -152,6 +158,7 @@ impl NodeHealth {
             errors,
             time: None,
             warm: WideSet::new(),
+            drained: Vec::new(),
         }
     }
 
@@ -175,6 +182,17 @@ impl NodeHealth {
             .filter(|g| g.status == status)
             .map(|g| g.index)
             .collect()
+    }
+
+    /// The drained GPUs, at any index.
+    pub fn drained_wide(&self) -> WideSet {
+        drain::indices(&self.drained)
+    }
+
+    /// The GPUs no new job may get, at any index: faulty or drained.
+    pub fn excluded_wide(&self) -> WideSet {
+        self.with_status_wide(Status::Faulty)
+            .union(&self.drained_wide())
     }
 
     /// The PCIe level between `a` and `b`, when published.
@@ -218,6 +236,7 @@ impl NodeHealth {
                     r: g.reasons.clone(),
                     m: g.device.minor,
                     b: g.device.bus.clone(),
+                    u: g.device.uuid.clone(),
                 })
                 .collect(),
             links: self
@@ -281,14 +300,23 @@ pub fn read_extra(extra: &str) -> Result<Option<Parsed>, ExtraError> {
             // unless it names our key (our JSON, truncated or corrupted).
             if serde_json::from_str::<serde::de::IgnoredAny>(t).is_err()
                 && !t.contains("\"gputopo\"")
+                && !t.contains(concat!("\"", "gputopo_drain", "\""))
             {
                 return Ok(None);
             }
             return Err(ExtraError(e.to_string()));
         }
     };
+    let drained = env.drain.map(drain::check).transpose()?.unwrap_or_default();
     let Some(w) = env.gputopo else {
-        return Ok(None);
+        // Drains without the agent's health: every other GPU counts as healthy.
+        return Ok((!drained.is_empty()).then(|| Parsed {
+            health: NodeHealth {
+                drained,
+                ..NodeHealth::default()
+            },
+            problems: Vec::new(),
+        }));
     };
     if w.v != VERSION {
         return Err(ExtraError(format!(
@@ -330,9 +358,17 @@ pub fn read_extra(extra: &str) -> Result<Option<Parsed>, ExtraError> {
             errors: w.e,
             time: w.t,
             warm: w.w.unwrap_or_default().into_iter().collect(),
+            drained,
         },
         problems,
     }))
+}
+
+/// Why `extra` is our own record made unusable (truncated, corrupted, another version),
+/// `None` when it is usable or not ours (an administrator's note, empty). The agent replaces
+/// such a record ([`merge_extra`]) and says so with this message.
+pub fn own_malformed(extra: &str) -> Option<ExtraError> {
+    read_extra(extra).err()
 }
 
 /// Why [`merge_extra`] refused to write.
@@ -350,15 +386,25 @@ pub enum MergeRefused {
          Clear it or turn it into a JSON object"
     )]
     NotObject(String),
+    /// The current Extra holds a gputopo record that does not parse: its drains cannot be
+    /// read, so they are not rewritten.
+    #[error("node Extra holds a gputopo record that does not parse ({0}); nothing changed")]
+    Unreadable(String),
 }
 
 /// The new Extra string: `existing` with its `gputopo` key set to `ours`, after the flat
 /// summary keys of [`flat::health_keys`] (the short, readable part comes first); gputopo's
-/// stale flat keys ([`flat::OWNED`]) are dropped and other keys kept, in sorted order. Empty
-/// and `(null)` count as no value.
+/// stale flat keys ([`flat::OWNED`]) are dropped and other keys kept, in sorted order, the
+/// administrators' drains ([`drain`]) unchanged and the history ([`history`]) extended by the
+/// GPUs whose state changed since the health `existing` held. Empty and `(null)` count as no
+/// value.
+///
+/// Our own record made unusable ([`own_malformed`]) is replaced whole, unless it holds drains
+/// (they could not be carried over, and the select plugin keeps the last good ones meanwhile).
 ///
 /// # Errors
-/// [`MergeRefused`] when `existing` is a non-JSON string or JSON that is not an object.
+/// [`MergeRefused`] when `existing` is a non-JSON string or JSON that is not an object, or
+/// holds drains that cannot be read (in a record that parses or in our own unusable one).
 pub fn merge_extra(existing: &str, ours: &NodeHealth) -> Result<String, MergeRefused> {
     merge_extra_with(existing, ours, None)
 }
@@ -374,117 +420,49 @@ pub fn merge_extra_with(
     ours: &NodeHealth,
     labels: Option<&labels::Labels>,
 ) -> Result<String, MergeRefused> {
-    let t = existing.trim();
-    let preview = || t.chars().take(60).collect::<String>();
-    let mut obj = if t.is_empty() || t == "(null)" {
-        serde_json::Map::new()
-    } else {
-        match serde_json::from_str::<serde_json::Value>(t) {
-            Ok(serde_json::Value::Object(m)) => m,
-            Ok(_) => return Err(MergeRefused::NotObject(preview())),
-            Err(_) => return Err(MergeRefused::NotJson(preview())),
-        }
-    };
-    obj.remove("gputopo");
-    for k in flat::OWNED {
-        obj.remove(*k);
-    }
-    let kept: Vec<(String, serde_json::Value)> = labels::KEYS
-        .iter()
-        .filter_map(|k| obj.remove(*k).map(|v| (k.to_string(), v)))
-        .collect();
-    let labels: Vec<(String, serde_json::Value)> = match labels {
-        Some(l) => l
-            .to_flat()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-        None => kept,
-    };
-    let mut out = String::from("{");
-    let push = |out: &mut String, k: &str, v: &str| {
-        if out.len() > 1 {
-            out.push(',');
-        }
-        out.push_str(&serde_json::Value::String(k.to_string()).to_string());
-        out.push(':');
-        out.push_str(v);
-    };
-    for (k, v) in flat::health_keys(ours) {
-        push(&mut out, k, &v.to_string());
-    }
-    for (k, v) in labels {
-        push(&mut out, &k, &v.to_string());
-    }
-    push(&mut out, "gputopo", &ours.to_json());
-    for (k, v) in obj {
-        push(&mut out, &k, &v.to_string());
-    }
-    out.push('}');
-    Ok(out)
+    let obj = compose::object_of(existing)?;
+    let drains = compose::drains_of(&obj)?;
+    let before = read_extra(existing).ok().flatten().map(|p| p.health);
+    let events = history::changes(before.as_ref(), ours, ours.time.unwrap_or(0));
+    Ok(compose::write(
+        obj,
+        compose::Parts {
+            health: Some(ours),
+            write_health: true,
+            labels,
+            drains,
+            events,
+        },
+    ))
 }
 
-/// The serde shapes of the format (kept private so the public model can evolve).
-mod wire {
-    use super::{Reason, Status};
-
-    #[derive(serde::Deserialize)]
-    pub(super) struct Envelope {
-        #[serde(default)]
-        pub gputopo: Option<HealthIn>,
-    }
-
-    /// [`Health`] as read: entries checked one by one (`super::gpu_list`).
-    #[derive(serde::Deserialize)]
-    pub(super) struct HealthIn {
-        pub v: u32,
-        #[serde(default)]
-        pub gpus: Vec<super::gpu_list::RawGpu>,
-        #[serde(default)]
-        pub links: Option<Vec<Vec<u8>>>,
-        #[serde(default)]
-        pub pcie: Option<Vec<Vec<u8>>>,
-        /// Warm GPUs; a preference, so a malformed value is ignored.
-        #[serde(default, deserialize_with = "super::gpu_list::lenient_indices")]
-        pub w: Option<Vec<usize>>,
-        #[serde(default)]
-        pub e: Vec<Reason>,
-        /// When the agent wrote it; informational, so a malformed value is ignored.
-        #[serde(default, deserialize_with = "super::gpu_list::lenient_u64")]
-        pub t: Option<u64>,
-    }
-
-    #[derive(serde::Serialize)]
-    pub(super) struct Health {
-        pub v: u32,
-        #[serde(default)]
-        pub gpus: Vec<Gpu>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub links: Option<Vec<Vec<u8>>>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub pcie: Option<Vec<Vec<u8>>>,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        pub w: Vec<usize>,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        pub e: Vec<Reason>,
-        /// When the agent wrote it (Unix seconds; optional).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub t: Option<u64>,
-    }
-
-    #[derive(serde::Serialize)]
-    pub(super) struct Gpu {
-        pub i: usize,
-        pub s: Status,
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        pub r: Vec<Reason>,
-        /// Device minor (optional, informational).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub m: Option<u32>,
-        /// PCI bus id, short form (optional, informational).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub b: Option<String>,
-    }
+/// The new Extra string with the node's drains set to `drains` and `events` added to its
+/// history (what `gputopo drain`/`resume` write): the flat keys follow (`gpu_drained`, and
+/// `gpu_ok` counts only GPUs not drained), everything else is kept as it is.
+///
+/// # Errors
+/// [`MergeRefused`] when `existing` is a non-JSON string, JSON that is not an object, or a
+/// gputopo record that does not parse (its drains cannot be read, so none are changed).
+pub fn write_drains(
+    existing: &str,
+    drains: Vec<drain::Drain>,
+    events: Vec<history::Event>,
+) -> Result<String, MergeRefused> {
+    let health = read_extra(existing)
+        .map_err(|e| MergeRefused::Unreadable(e.0))?
+        .map(|p| p.health)
+        .filter(|h| !h.gpus.is_empty());
+    let obj = compose::object_of(existing)?;
+    Ok(compose::write(
+        obj,
+        compose::Parts {
+            health: health.as_ref(),
+            write_health: false,
+            labels: None,
+            drains,
+            events,
+        },
+    ))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 //! The state is a small JSON file the agent owns (`StateDir`); [`XidMemory::parse`] rejects
 //! anything malformed, and the agent then starts afresh and says so.
 
+use super::kernel_xid::Cursor;
 use super::telemetry::{Signal, TelemetryPolicy, Track};
 use super::violation::{self, Counter, Limit};
 use std::collections::BTreeMap;
@@ -50,6 +51,8 @@ pub struct XidMemory {
     pub counters: BTreeMap<String, BTreeMap<String, Counter>>,
     /// Device key → the warm set's hysteresis (only tracks that are not idle).
     pub warm: BTreeMap<String, Track>,
+    /// Where the kernel log was read up to (`super::kernel_xid`); `None` before the first read.
+    pub klog: Option<Cursor>,
 }
 
 /// Most devices and XIDs per device kept (bounds a hostile or runaway file).
@@ -67,6 +70,8 @@ struct Wire {
     counters: BTreeMap<String, BTreeMap<String, Counter>>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     warm: BTreeMap<String, Track>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    klog: Option<Cursor>,
 }
 
 impl XidMemory {
@@ -94,6 +99,7 @@ impl XidMemory {
             signals: w.signals,
             counters: w.counters,
             warm: w.warm,
+            klog: w.klog,
         })
     }
 
@@ -105,6 +111,7 @@ impl XidMemory {
             signals: self.signals.clone(),
             counters: self.counters.clone(),
             warm: self.warm.clone(),
+            klog: self.klog.clone(),
         };
         serde_json::to_string(&w).unwrap_or_else(|_| String::from("{}"))
     }

@@ -20,6 +20,13 @@ impl NodeGres {
     pub fn autodetects_nvml(&self) -> bool {
         self.autodetect.as_deref() == Some("nvml")
     }
+
+    /// Whether slurmd builds its system list from the driver's files (`AutoDetect=nvidia`,
+    /// Slurm 24.11+'s gpu/nvidia: `/proc/driver/nvidia/gpus`, no links), so GPUs are numbered
+    /// by device file, that is in minor order.
+    pub fn autodetects_nvidia(&self) -> bool {
+        self.autodetect.as_deref() == Some("nvidia")
+    }
 }
 
 /// Most GPUs one record may expand to (bounds work on hostile input).

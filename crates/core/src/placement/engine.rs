@@ -161,4 +161,6 @@ fn heuristic(topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<Choice>
 }
 
 #[cfg(test)]
+mod peer;
+#[cfg(test)]
 mod tests;

@@ -3,12 +3,14 @@
 //! slurmctld asks the same few questions over and over (idle nodes, socket-sized `near`), so
 //! a branch and bound's answer is remembered per (k, free, near, required). A warm decision is
 //! then one hash lookup, and that lookup is most of its cost: the key is packed into one `u64`
-//! (four 16-bit fields, exact for ≤ 16 GPUs) and hashed by one multiplication instead of the
-//! standard library's SipHash (no untrusted input chooses these keys: they are GPU masks).
+//! (four 16-bit fields, exact for ≤ 16 GPUs) and hashed with the core's cheap hasher
+//! ([`FastHash`]) instead of the standard library's SipHash (no untrusted input chooses these
+//! keys: they are GPU masks).
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
+
+use crate::fast_hash::FastHash;
 
 /// Most memoised decisions kept per topology.
 pub const MEMO_CAP: usize = 1 << 18;
@@ -16,32 +18,10 @@ pub const MEMO_CAP: usize = 1 << 18;
 /// A memoised decision: chosen mask and objective head (packed quality, lookahead rank).
 pub(crate) type Memoised = (u32, [u32; 2]);
 
-/// A one-multiplication hasher for packed `u64` keys (Fibonacci hashing; the high bits, which
-/// the table's control bytes use, depend on every key bit).
-#[derive(Default)]
-pub(crate) struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0 ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        self.0 ^= self.0 >> 29;
-    }
-}
-
 /// Memoised decisions of one topology, bounded by [`MEMO_CAP`] (about 8 MiB).
 #[derive(Default)]
 pub(crate) struct Memo {
-    map: Mutex<HashMap<u64, Memoised, BuildHasherDefault<KeyHasher>>>,
+    map: Mutex<HashMap<u64, Memoised, FastHash>>,
 }
 
 /// The packed key: k, free, near, required (masks of a ≤ 16-GPU node).

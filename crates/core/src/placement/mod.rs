@@ -7,21 +7,18 @@
 //!
 //! Policies: `gputopo` (the exact engine, [`engine`]; its objective in [`objective`], its
 //! lookahead in [`lookahead`], its tables in [`tables`], its search in `search`, node ranking in [`rank`]), the test oracle
-//! [`exhaustive`], and the baselines the evaluation compares against: [`first_fit`],
-//! [`slurm_greedy`] (a model of stock cons_tres), [`best_effort`] (go-gpuallocator's
-//! partition-score policy).
+//! [`exhaustive`]. The baselines the evaluation compares against (first fit, a model of stock
+//! cons_tres, go-gpuallocator's partition-score policy) live in `gputopo-eval`, outside the
+//! library slurmctld loads.
 
-pub mod best_effort;
 pub mod engine;
 pub mod exhaustive;
-pub mod first_fit;
 pub mod heuristic;
 pub mod lookahead;
 mod memo;
 pub mod objective;
 pub mod rank;
 mod search;
-pub mod slurm_greedy;
 mod table_cache;
 pub mod tables;
 

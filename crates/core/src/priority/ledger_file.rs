@@ -14,8 +14,6 @@
 
 use super::ledger::{LEDGER_FILE, Ledger, LedgerError};
 use std::fs;
-use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// What [`load`] found.
@@ -61,11 +59,8 @@ pub fn load(dir: &Path, half_life_secs: u32, now: i64) -> Result<Loaded, LedgerE
             })
         }
         Err(LedgerError::Corrupt { reason, .. }) => {
-            let aside = dir.join(format!("{LEDGER_FILE}.corrupt-{now}"));
-            fs::rename(&path, &aside).map_err(|source| LedgerError::Io {
-                path: aside.clone(),
-                source,
-            })?;
+            let aside = crate::state_file::set_aside(dir, LEDGER_FILE, now)
+                .map_err(|(path, source)| LedgerError::Io { path, source })?;
             Ok(Loaded {
                 ledger: Ledger::new(half_life_secs, now),
                 set_aside: Some((aside, reason)),
@@ -83,42 +78,15 @@ pub fn load(dir: &Path, half_life_secs: u32, now: i64) -> Result<Loaded, LedgerE
 /// # Errors
 /// Any I/O failure (the previous file is then left intact).
 pub fn write(dir: &Path, snapshot: &str, owner_uid: Option<u32>) -> Result<(), LedgerError> {
-    let path = dir.join(LEDGER_FILE);
-    let tmp = dir.join(format!("{LEDGER_FILE}.new"));
-    let io = |p: &Path| {
-        let p = p.to_path_buf();
-        move |source| LedgerError::Io { path: p, source }
-    };
-    {
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(io(&tmp))?;
-        // A leftover .new from an older version may have another mode: set it either way.
-        f.set_permissions(fs::Permissions::from_mode(0o600))
-            .map_err(io(&tmp))?;
-        if let Some(uid) = owner_uid {
-            if f.metadata().map_err(io(&tmp))?.uid() != uid {
-                std::os::unix::fs::fchown(&f, Some(uid), None).map_err(io(&tmp))?;
-            }
-        }
-        f.write_all(snapshot.as_bytes()).map_err(io(&tmp))?;
-        f.sync_all().map_err(io(&tmp))?;
-    }
-    fs::rename(&tmp, &path).map_err(io(&path))?;
-    fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io(dir))?;
-    Ok(())
+    crate::state_file::write(dir, LEDGER_FILE, snapshot.as_bytes(), owner_uid)
+        .map_err(|(path, source)| LedgerError::Io { path, source })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::priority::ledger::UsageCharge;
+    use std::os::unix::fs::MetadataExt;
 
     fn tmpdir(tag: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("gputopo-ledger-{tag}-{}", std::process::id()));

@@ -24,7 +24,7 @@ pub use answer::{
 };
 pub use events::Event;
 pub use judge::{GpuWrite, Placement, SharedWrite, Verdict, judge};
-pub use plan::{Start, filter_rule, start};
+pub use plan::{Start, candidate, filter_rule, start};
 pub use snapshot::{GpuNeed, Gpus, JobFacts, Modelled, NodeState, Snapshot};
 
 use super::key_memo::KeyMemos;
@@ -190,4 +190,4 @@ pub fn run(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use super::fast_hash::FastHash;
+use crate::fast_hash::FastHash;
 
 use super::Placer;
 use crate::gpuset::GpuSet;

@@ -16,6 +16,9 @@
 
 use std::fmt;
 
+mod read;
+pub use read::{Note, PlacedNode, read};
+
 use super::Placer;
 use crate::gpuset::GpuSet;
 use crate::placement::Request;
@@ -24,6 +27,10 @@ use crate::topology::{NodeTopology, PcieLevel};
 
 /// The start of gputopo's line in the comment.
 pub const MARK: &str = "gputopo:";
+
+/// The `key=` words inside a node entry of the note (for readers that must tell them from the
+/// keys of the record around it, as in `scontrol show job -o`).
+pub const NOTE_KEYS: &[&str] = &["gpus", "link", "optimal", "degraded"];
 
 /// Longest note written (bytes); nodes past it are counted, not listed. Burst buffer plugins
 /// stop appending once the comment reaches 1024 bytes, so ours stays well below that.
@@ -181,7 +188,7 @@ pub fn pending(nodes: &[(String, String)]) -> Option<String> {
         f => format!("{n}[{f}]"),
     });
     Some(bounded(
-        format!("{MARK} pending, nodes withheld for faulty GPUs: "),
+        format!("{MARK} pending, nodes withheld for faulty or drained GPUs: "),
         items,
         ",",
     ))
@@ -327,7 +334,7 @@ mod tests {
         assert_eq!(pending(&[]), None);
         assert_eq!(
             pending(&[("n2".into(), "5-6".into()), ("n4".into(), String::new())]).as_deref(),
-            Some("gputopo: pending, nodes withheld for faulty GPUs: n2[5-6],n4")
+            Some("gputopo: pending, nodes withheld for faulty or drained GPUs: n2[5-6],n4")
         );
     }
 
@@ -339,7 +346,7 @@ mod tests {
         let bb = "12/01/26 10:00:00 burst_buffer/lua: setup: failed";
         let both = format!("{bb}\n{ours}");
         assert_eq!(merge(Some(bb), Some(ours)), Some(both.clone()));
-        let newer = "gputopo: pending, nodes withheld for faulty GPUs: n2";
+        let newer = "gputopo: pending, nodes withheld for faulty or drained GPUs: n2";
         assert_eq!(
             merge(Some(&both), Some(newer)),
             Some(format!("{bb}\n{newer}"))

@@ -166,6 +166,30 @@ impl<T> HealthCache<T> {
         }
     }
 
+    /// Gives `node` a last good value from before this process (the persisted health,
+    /// `crate::health::persist`), unless the node was looked up already: what this process
+    /// read itself is newer. A seed replaces an earlier seed (a reload of the file on a
+    /// reconfigure or a takeover). The next lookup parses the node's `Extra` as usual: a good
+    /// one replaces the seed, an unusable one keeps it ([`Lookup::Malformed`] with `kept`),
+    /// an empty one forgets it.
+    pub fn seed(&mut self, node: &str, value: T) {
+        match self.entries.get_mut(node) {
+            Some(e) if !e.extra.is_empty() => {}
+            Some(e) => e.parsed = Ok(Some(value)),
+            None => {
+                self.entries.insert(
+                    node.to_string(),
+                    Entry {
+                        extra: String::new(),
+                        parsed: Ok(Some(value)),
+                        last_good: None,
+                        reported: Vec::new(),
+                    },
+                );
+            }
+        }
+    }
+
     /// Drops every cached node for which `keep` is false (nodes removed by a reconfigure).
     pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
         self.entries.retain(|name, _| keep(name));
@@ -297,6 +321,42 @@ mod tests {
             Some("5".into())
         );
         assert_eq!(c.lookup("n1", Some(""), parse), Lookup::NoInfo);
+    }
+
+    #[test]
+    fn a_seed_is_kept_over_a_bad_value_and_yields_to_a_good_one_or_a_reset() {
+        let mut c = HealthCache::new();
+        c.seed("n1", "3".to_string());
+        let l = c.lookup("n1", Some("{"), parse);
+        assert_eq!(l.value().cloned(), Some("3".into()), "persisted fault kept");
+        assert!(matches!(
+            l,
+            Lookup::Malformed {
+                first_seen: true,
+                ..
+            }
+        ));
+        // Looked up now: a later seed (a reload of an older file) does not replace it.
+        c.seed("n1", "9".to_string());
+        assert_eq!(
+            c.lookup("n1", Some("{"), parse).value().cloned(),
+            Some("3".into())
+        );
+        // A seed is replaced by a later seed while the node was not looked up.
+        c.seed("n2", "1".to_string());
+        c.seed("n2", "2".to_string());
+        assert_eq!(
+            c.lookup("n2", Some("rack=7"), parse).value().cloned(),
+            Some("2".into()),
+            "an Extra that is no longer ours keeps the seed"
+        );
+        c.seed("n3", "1".to_string());
+        assert_eq!(
+            c.lookup("n3", Some("bad=5"), parse).value().cloned(),
+            Some("5".into())
+        );
+        c.seed("n4", "1".to_string());
+        assert_eq!(c.lookup("n4", Some(""), parse), Lookup::NoInfo);
     }
 
     #[test]

@@ -20,8 +20,8 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use super::fast_hash::FastHash;
 use super::narrow::{Candidate, NodeKey};
+use crate::fast_hash::FastHash;
 use crate::placement::TopoHandle;
 
 /// One [`KeyMemo`] per set of engine tables, found by the tables' address; each entry holds

@@ -106,11 +106,11 @@ impl NodeModel {
     }
 }
 
-/// Health masks from a node's published verdicts: `faulty` never allocated; `degraded` and
-/// `unknown` last when `degraded_last` ([`wide_health`]'s rule, on the indices the topology
-/// model holds).
+/// Health masks from a node's published verdicts: `faulty` (with the GPUs an administrator
+/// drained) never allocated; `degraded` and `unknown` last when `degraded_last`
+/// ([`wide_health`]'s rule, on the indices the topology model holds).
 pub fn health_masks(health: Option<&NodeHealth>, cfg: &SelectConfig) -> HealthMasks {
-    if health.is_none() || !cfg.health_aware {
+    if health.is_none() {
         return HealthMasks::ALL_OK;
     }
     let w = wide_health(health, cfg);
@@ -121,13 +121,21 @@ pub fn health_masks(health: Option<&NodeHealth>, cfg: &SelectConfig) -> HealthMa
 }
 
 /// Health sets from a node's published verdicts, on every index (nodes of any size):
-/// nothing with `HealthAware=no`; `unknown` counts as degraded with `DegradedLast=yes`.
+/// `faulty` holds the GPUs never to allocate, faulty or drained (`gputopo drain`); with
+/// `HealthAware=no` only the drains, which an administrator set by hand, count; `unknown`
+/// counts as degraded with `DegradedLast=yes`.
 pub fn wide_health(health: Option<&NodeHealth>, cfg: &SelectConfig) -> WideHealth {
-    let Some(h) = health.filter(|_| cfg.health_aware) else {
+    let Some(h) = health else {
         return WideHealth::default();
     };
+    if !cfg.health_aware {
+        return WideHealth {
+            faulty: h.drained_wide(),
+            degraded: WideSet::new(),
+        };
+    }
     WideHealth {
-        faulty: h.with_status_wide(Status::Faulty),
+        faulty: h.excluded_wide(),
         degraded: if cfg.degraded_last {
             h.with_status_wide(Status::Degraded)
                 .union(&h.with_status_wide(Status::Unknown))
@@ -186,5 +194,37 @@ mod tests {
             ..on
         };
         assert_eq!(health_masks(Some(&health), &off), HealthMasks::ALL_OK);
+    }
+
+    #[test]
+    fn a_drained_gpu_is_never_allocated_even_without_health_awareness() {
+        let health = crate::health::read_extra(
+            r#"{"gputopo":{"v":1,"gpus":[{"i":1,"s":"faulty"},{"i":4,"s":"ok"}]},"gputopo_drain":{"v":1,"gpus":[{"i":4,"r":"RMA","u":"a","t":1}]}}"#,
+        )
+        .unwrap()
+        .unwrap()
+        .health;
+        let on = SelectConfig::default();
+        assert_eq!(
+            health_masks(Some(&health), &on).faulty,
+            GpuSet::parse_list("1,4").unwrap()
+        );
+        let off = SelectConfig {
+            health_aware: false,
+            ..on
+        };
+        assert_eq!(
+            health_masks(Some(&health), &off).faulty,
+            GpuSet::parse_list("4").unwrap(),
+            "the agent's verdicts are off, the administrator's drain is not"
+        );
+        // Drains on a node without the agent.
+        let bare = crate::health::read_extra(
+            r#"{"gputopo_drain":{"v":1,"gpus":[{"i":0,"r":"x","u":"a","t":1}]}}"#,
+        )
+        .unwrap()
+        .unwrap()
+        .health;
+        assert_eq!(wide_health(Some(&bare), &off).faulty.len(), 1);
     }
 }

@@ -131,10 +131,10 @@ struct JobListIter(NonNull<ffi::listIterator>);
 impl JobListIter {
     fn open() -> Option<JobListIter> {
         let list = crate::slurm::ctld::JOB_LIST
-            .address()
+            .ptr()
             .map_or(ptr::null_mut(), |p| {
                 // SAFETY: `list_t *job_list` in slurmctld; a pointer-sized read.
-                unsafe { p.cast::<*mut ffi::xlist>().as_ptr().read() }
+                unsafe { p.as_ptr().read() }
             });
         if list.is_null() {
             return None;

@@ -123,14 +123,9 @@ impl JobRecord<'_> {
                 if !parts.is_null() {
                     // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
                     unsafe { xfree(super::array_names(pp)) };
-                    if let Some(f) = crate::slurm::prio::PART_LIST_TO_XSTR.address() {
-                        // SAFETY: `char *part_list_to_xstr(list_t *)` in slurmctld.
-                        let f: unsafe extern "C" fn(
-                            *mut crate::ffi::xlist,
-                        )
-                            -> *mut std::ffi::c_char = unsafe { std::mem::transmute(f.as_ptr()) };
+                    if let Some(part_list_to_xstr) = crate::slurm::prio::PART_LIST_TO_XSTR.get() {
                         // SAFETY: the job's partition list, part read lock held.
-                        *super::array_names(pp) = unsafe { f(parts) };
+                        *super::array_names(pp) = unsafe { part_list_to_xstr(parts) };
                     }
                 }
                 // SAFETY: null or xmalloc'ed, owned by the job (its lock is held).
@@ -172,7 +167,7 @@ impl JobRecord<'_> {
                     .map_or(0, |v| v.wrapping_mul(secs))
             })
             .collect();
-        let _locks = crate::slurm::prio::AssocLock::acquire(true, true);
+        let _locks = crate::slurm::prio::AssocLock::write_assoc_qos();
         let release = |arr: *mut u64| {
             // SAFETY: grp_used_tres_run_secs is null or xmalloc'ed by assoc_mgr (locks held).
             let n = unsafe { capacity(arr) }.min(unused.len());

@@ -8,6 +8,7 @@ fn pcie8() -> Vec<Device> {
             type_name: Some("nvidia_l40s".into()),
             nvlinks: Some(vec![0; 8]),
             lost: false,
+            migs: Vec::new(),
         })
         .collect()
 }
@@ -187,4 +188,99 @@ mod fuzz {
             }
         }
     }
+}
+
+#[test]
+fn autodetected_mig_instances_map_to_their_parent_and_instance() {
+    // Two A100s in MIG mode: GPU 0 (minor 0) with GI 1 and GI 5, GPU 1 (minor 1) with GI 1;
+    // Slurm lists one GPU per instance, sorted by File= (natural order).
+    let caps = mig::CapMinors::parse(&fake_nvml::tree::mig_minors(2));
+    let inst = |minor: u32, gi: u32, ty: &str| mig::MigInstance {
+        gi,
+        ci: 0,
+        type_name: Some(ty.into()),
+        caps: caps.of(minor, gi, 0),
+        links: None,
+    };
+    let d = vec![
+        Device {
+            minor: Some(0),
+            type_name: Some("nvidia_a100-sxm4-40gb".into()),
+            migs: vec![
+                inst(0, 5, "nvidia_a100_1g.5gb"),
+                inst(0, 1, "nvidia_a100_3g.20gb"),
+            ],
+            ..Device::default()
+        },
+        Device {
+            minor: Some(1),
+            type_name: Some("nvidia_a100-sxm4-40gb".into()),
+            migs: vec![inst(1, 1, "nvidia_a100_3g.20gb")],
+            ..Device::default()
+        },
+    ];
+    let m = map_texts(Some("AutoDetect=nvml\n"), None, "n1", &d, minor_of).unwrap();
+    let got: Vec<(Option<u32>, Option<usize>, Option<usize>)> =
+        m.slots.iter().map(|s| (s.minor, s.nvml, s.mig)).collect();
+    // File order: gpu0/gi1 (cap 12), gpu0/gi5 (cap 48), gpu1/gi1 (cap 147).
+    assert_eq!(
+        got,
+        vec![
+            (Some(0), Some(0), Some(1)),
+            (Some(0), Some(0), Some(0)),
+            (Some(1), Some(1), Some(0))
+        ]
+    );
+    assert_eq!(
+        m.slots[0].file.as_deref(),
+        Some("/dev/nvidia0,/dev/nvidia-caps/nvidia-cap12,/dev/nvidia-caps/nvidia-cap13")
+    );
+}
+
+#[test]
+fn autodetect_nvidia_numbers_gpus_by_device_file() {
+    // pcie8: NVML device i is /dev/nvidia(7-i); gpu/nvidia sorts by file, so Slurm GPU j is
+    // /dev/nvidiaj, NVML device 7-j.
+    let m = map_texts(Some("AutoDetect=nvidia\n"), None, "n1", &pcie8(), minor_of).unwrap();
+    let got: Vec<(Option<u32>, Option<usize>)> =
+        m.slots.iter().map(|s| (s.minor, s.nvml)).collect();
+    let want: Vec<(Option<u32>, Option<usize>)> =
+        (0..8).map(|j| (Some(j), Some(7 - j as usize))).collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn before_24_11_mig_instances_are_ordered_by_their_index_within_the_gpu() {
+    // 22.05.8 writes Links= with -1 at the MIG index within the GPU and sorts by it last: the
+    // GPUs' first instances, then their second ... (e2e on Debian's 22.05.8 plugin).
+    let caps = mig::CapMinors::parse(&fake_nvml::tree::mig_minors(2));
+    let dev = |minor: u32, gis: &[u32]| Device {
+        minor: Some(minor),
+        migs: gis
+            .iter()
+            .enumerate()
+            .map(|(k, &gi)| mig::MigInstance {
+                gi,
+                ci: 0,
+                type_name: None,
+                caps: caps.of(minor, gi, 0),
+                links: Some(mig::links_before_24_11(k, gis.len())),
+            })
+            .collect(),
+        ..Device::default()
+    };
+    let d = vec![dev(0, &[1, 5, 6]), dev(1, &[1, 2])];
+    let m = map_texts(Some("AutoDetect=nvml\n"), None, "n1", &d, minor_of).unwrap();
+    let got: Vec<(Option<usize>, Option<usize>)> =
+        m.slots.iter().map(|s| (s.nvml, s.mig)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (Some(0), Some(0)),
+            (Some(1), Some(0)),
+            (Some(0), Some(1)),
+            (Some(1), Some(1)),
+            (Some(0), Some(2))
+        ]
+    );
 }

@@ -14,6 +14,7 @@
 //! | `gpu_faulty` | string | some GPU is faulty | their GRES indices, Slurm's range form (`"3,5-6"`); never allocated |
 //! | `gpu_degraded` | string | some GPU is degraded | ... used last |
 //! | `gpu_unknown` | string | some GPU is unknown | ... used last |
+//! | `gpu_drained` | string | an administrator drained GPUs | their indices ([`super::drain`]); never allocated, not counted in `gpu_ok` |
 //!
 //! `gpu_ok` is always there because Slurm treats a missing key as false, even for `!=`; the
 //! index lists are only there when not empty, to keep `Extra` compact and make
@@ -25,29 +26,47 @@
 //! (the select plugin) never look at them.
 
 use super::NodeHealth;
-use crate::gpuset::GpuSet;
 use crate::health::Status;
+use crate::wideset::WideSet;
 use serde_json::Value;
 
 /// The flat keys gputopo writes (and removes when stale). Other top-level keys are never
 /// touched.
-pub const OWNED: &[&str] = &["gpu_ok", "gpu_faulty", "gpu_degraded", "gpu_unknown"];
+pub const OWNED: &[&str] = &[
+    "gpu_ok",
+    "gpu_faulty",
+    "gpu_degraded",
+    "gpu_drained",
+    "gpu_unknown",
+];
 
-/// The health summary keys for `h`, in the order they are written.
-pub fn health_keys(h: &NodeHealth) -> Vec<(&'static str, Value)> {
-    let mut out = Vec::with_capacity(4);
+/// The health summary keys for `h` with the GPUs in `drained` taken out of service by an
+/// administrator ([`super::drain`]), in the order they are written: `gpu_ok` counts the ok
+/// GPUs that are not drained, so `--extra='gpu_ok>=N'` routes on GPUs a job can get.
+pub fn health_keys(h: &NodeHealth, drained: &WideSet) -> Vec<(&'static str, Value)> {
+    let mut out = Vec::with_capacity(5);
     for (key, status) in [
         ("gpu_faulty", Status::Faulty),
         ("gpu_degraded", Status::Degraded),
     ] {
-        push_list(&mut out, key, h.with_status(status));
+        push_list(&mut out, key, h.with_status_wide(status));
     }
-    out.push(("gpu_ok", Value::from(h.with_status(Status::Ok).len())));
-    push_list(&mut out, "gpu_unknown", h.with_status(Status::Unknown));
+    push_list(&mut out, "gpu_drained", drained.clone());
+    let ok = h.with_status_wide(Status::Ok).difference(drained).len();
+    out.push(("gpu_ok", Value::from(ok)));
+    push_list(&mut out, "gpu_unknown", h.with_status_wide(Status::Unknown));
     out
 }
 
-fn push_list(out: &mut Vec<(&'static str, Value)>, key: &'static str, set: GpuSet) {
+/// The flat keys of a node with drains but no agent health: `gpu_drained` alone (no
+/// `gpu_ok`: without the agent nothing is known about the other GPUs).
+pub fn drain_keys(drained: &WideSet) -> Vec<(&'static str, Value)> {
+    let mut out = Vec::with_capacity(1);
+    push_list(&mut out, "gpu_drained", drained.clone());
+    out
+}
+
+fn push_list(out: &mut Vec<(&'static str, Value)>, key: &'static str, set: WideSet) {
     if !set.is_empty() {
         out.push((key, Value::String(set.to_string())));
     }
@@ -73,7 +92,7 @@ mod tests {
             vec![],
         );
         assert_eq!(
-            health_keys(&h),
+            health_keys(&h, &WideSet::new()),
             vec![
                 ("gpu_faulty", Value::from("3,5-6")),
                 ("gpu_degraded", Value::from("2")),
@@ -82,8 +101,11 @@ mod tests {
             ]
         );
         let all_ok = NodeHealth::new(vec![GpuHealth::from_reasons(0, vec![])], None, vec![]);
-        assert_eq!(health_keys(&all_ok), vec![("gpu_ok", Value::from(1))]);
-        for (k, _) in health_keys(&h) {
+        assert_eq!(
+            health_keys(&all_ok, &WideSet::new()),
+            vec![("gpu_ok", Value::from(1))]
+        );
+        for (k, _) in health_keys(&h, &WideSet::new()) {
             assert!(
                 OWNED.contains(&k),
                 "{k} must be owned so a merge removes it"

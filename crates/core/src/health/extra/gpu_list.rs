@@ -28,6 +28,8 @@ pub(super) struct RawGpu {
     m: Option<u32>,
     #[serde(default, deserialize_with = "lenient_string")]
     b: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    u: Option<String>,
 }
 
 /// An optional field that never fails the record: anything but a fitting value reads as `None`.
@@ -105,6 +107,7 @@ pub(super) fn verdicts(raw: Vec<RawGpu>) -> (Vec<GpuHealth>, Vec<String>) {
             device: Device {
                 minor: g.m,
                 bus: g.b,
+                uuid: g.u,
             },
         });
     }

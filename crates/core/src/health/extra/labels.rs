@@ -82,6 +82,29 @@ pub fn short_model(name: &str) -> Option<String> {
     (!short.is_empty()).then_some(short)
 }
 
+/// Longest label value the generators accept.
+pub const MAX_LABEL_LEN: usize = 64;
+
+/// True when `v` may appear in a generated config line: 1 to [`MAX_LABEL_LEN`] characters of
+/// `[A-Za-z0-9_.-]`, what the agent itself writes ([`short_model`], the fabric id
+/// `<hex>.<clique>`). Labels are read back from `Extra`, which anyone allowed to update a
+/// node can set: a newline, a space, a `,` or a `=` would become a line or a key of its own
+/// in slurm.conf or topology.conf.
+pub fn valid_label(v: &str) -> bool {
+    !v.is_empty()
+        && v.len() <= MAX_LABEL_LEN
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
+/// A string label of `obj` when it passes [`valid_label`].
+pub fn label_str(obj: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
+    obj.get(key)
+        .and_then(Value::as_str)
+        .filter(|v| valid_label(v))
+        .map(str::to_string)
+}
+
 impl Labels {
     /// The labels of `gpus` (the ones NVML answered for), a node of `count` Slurm GPUs.
     pub fn new(gpus: &[GpuFacts], count: usize, nvlink: bool, nvswitch: bool) -> Labels {
@@ -139,7 +162,8 @@ impl Labels {
         out
     }
 
-    /// Reads the labels back from flat keys (what `gputopo features` does with `Extra`).
+    /// Reads the labels back from flat keys (what `gputopo features` does with `Extra`);
+    /// a string label that fails [`valid_label`] is left out.
     pub fn from_flat(obj: &serde_json::Map<String, Value>) -> Option<Labels> {
         let count = obj.get("gpu_count")?.as_u64()? as usize;
         let cc = obj.get("cc").and_then(Value::as_f64).map(|c| {
@@ -147,10 +171,7 @@ impl Labels {
             (tenths / 10, tenths % 10)
         });
         Some(Labels {
-            model: obj
-                .get("gpu_model")
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            model: label_str(obj, "gpu_model"),
             mem_gib: obj.get("gpu_mem_gib").and_then(Value::as_u64),
             cc,
             count,
@@ -159,10 +180,7 @@ impl Labels {
                 .get("nvswitch")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
-            nvlink_domain: obj
-                .get("nvlink_domain")
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            nvlink_domain: label_str(obj, "nvlink_domain"),
         })
     }
 
@@ -258,5 +276,41 @@ mod tests {
                 ("nvswitch", Value::from(false))
             ]
         );
+    }
+
+    proptest::proptest! {
+        /// Whatever strings `Extra` holds for the labels, every generated feature is one
+        /// token of `[a-z0-9_.-]` (no line, key or list separator of slurm.conf), and the
+        /// generated topology.conf has exactly its header, two lines per domain and the
+        /// comment for nodes without one.
+        #[test]
+        fn labels_read_back_never_break_a_config_line(
+            model in ".{0,80}",
+            domain in ".{0,80}",
+            cc in proptest::num::f64::ANY,
+            mem in proptest::num::u64::ANY,
+        ) {
+            let obj = serde_json::json!({
+                "gpu_model": model, "nvlink_domain": domain, "cc": cc, "gpu_mem_gib": mem,
+                "gpu_count": 4, "nvlink": true,
+            });
+            let Some(l) = Labels::from_flat(obj.as_object().expect("object")) else {
+                return Ok(());
+            };
+            for f in l.features() {
+                proptest::prop_assert!(
+                    !f.is_empty()
+                        && f.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)),
+                    "feature {:?}", f
+                );
+            }
+            let nodes = vec![
+                ("a1".to_string(), l.nvlink_domain.clone()),
+                ("a2".to_string(), None),
+            ];
+            let conf = crate::topology::block_conf::block_conf(&nodes);
+            let want = 1 + 2 * usize::from(l.nvlink_domain.is_some()) + 1;
+            proptest::prop_assert_eq!(conf.lines().count(), want, "{}", conf);
+        }
     }
 }

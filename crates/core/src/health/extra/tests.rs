@@ -1,6 +1,7 @@
 //! Unit and property tests of the `Extra` format.
 
 use super::*;
+use crate::health::Device;
 use crate::topology::fixture;
 
 fn sample() -> NodeHealth {
@@ -30,6 +31,19 @@ fn round_trips_and_is_compact() {
     assert_eq!(parse_extra(&extra).unwrap(), Some(h.clone()));
     assert_eq!(h.with_status(Status::Faulty), GpuSet::from_bits(0b10));
     assert_eq!(h.pcie_level(0, 1), Some(PcieLevel::Phb));
+    // The device identity round-trips too, and a malformed one is no identity.
+    let mut d = sample();
+    d.gpus[0].device = Device::new(Some(3), Some("3d:00.0")).with_uuid(Some("GPU-5fd1"));
+    assert!(
+        d.to_json()
+            .contains(r#"{"i":0,"s":"ok","m":3,"b":"3d:00.0","u":"GPU-5fd1"}"#)
+    );
+    assert_eq!(parse_extra(&merge_extra("", &d).unwrap()).unwrap(), Some(d));
+    let odd = r#"{"gputopo":{"v":1,"gpus":[{"i":0,"s":"ok","u":7}]}}"#;
+    assert_eq!(
+        parse_extra(odd).unwrap().map(|h| h.gpus[0].device.clone()),
+        Some(Device::default())
+    );
 }
 
 #[test]
@@ -221,4 +235,32 @@ fn warm_gpus_round_trip_and_a_bad_value_is_ignored() {
     let read = parse_extra(&bad).unwrap().expect("still ours");
     assert!(read.warm.is_empty());
     assert_eq!(read.gpus, h.gpus);
+}
+
+/// Issue 25 item 1: our own record, truncated or corrupted (a `"gputopo"` in text that is
+/// not JSON), is replaced by the agent; an administrator's note is still never overwritten.
+#[test]
+fn merge_repairs_our_own_malformed_record_but_never_an_admin_note() {
+    let h = sample();
+    let good = merge_extra(r#"{"rack":"b12"}"#, &h).unwrap();
+    let truncated = &good[..good.len() / 2];
+    assert!(own_malformed(truncated).is_some());
+    let fixed = merge_extra(truncated, &h).expect("our own record is repaired");
+    assert_eq!(parse_extra(&fixed).unwrap(), Some(h.clone()));
+    let nan = r#"{"gputopo":{"v":1,"gpus":[{"i":0,"s":"ok"}],"t":NaN}}"#;
+    assert!(own_malformed(nan).is_some());
+    assert!(merge_extra(nan, &h).is_ok());
+    for admin in ["rack b12", "{rack b12", "(null", "{\"gputopo"] {
+        let ours = own_malformed(admin).is_some();
+        assert_eq!(
+            merge_extra(admin, &h).is_ok(),
+            ours,
+            "{admin:?}: replaced only when it is ours"
+        );
+    }
+    assert!(own_malformed("{rack b12").is_none());
+    assert!(
+        own_malformed(&good).is_none(),
+        "a good record is not malformed"
+    );
 }

@@ -20,6 +20,9 @@ pub struct GpuNeed {
     pub per_node: usize,
     /// The type id of a typed request (the first typed one), `None` for untyped.
     pub type_id: Option<u32>,
+    /// A per-job count (`--gpus=N`) on a job that may span several nodes: cons_tres splits
+    /// it, so `per_node` is only the least a node must offer (1).
+    pub spread: bool,
 }
 
 /// The job's side of the call.

@@ -1,7 +1,7 @@
 //! The call's state machine against a fake cons_tres ([`fake::cons_tres`]): every branch of
 //! the loop, from the snapshot to the placement the plugin writes.
 
-mod fake;
+pub(crate) mod fake;
 mod props;
 
 use super::*;
@@ -335,6 +335,7 @@ fn a_typed_request_on_a_count_only_node_is_left_to_cons_tres() {
     j.need = Some(GpuNeed {
         per_node: 1,
         type_id: Some(1),
+        spread: false,
     });
     let (f, seen, _) = drive(j, &[dgx().plain().faulty(&[0])], &cfg());
     assert_eq!(seen.offers, vec![vec![0]]);

@@ -4,7 +4,7 @@
 use super::*;
 use crate::fixtures::dgx2;
 use crate::placement::engine::Gputopo;
-use crate::sim::rng::Rng;
+use crate::placement::test_rng;
 use crate::steer::oracle::dgx1v;
 
 /// The plain search: every node, every set, the cheapest cost (the rule in the module docs).
@@ -54,14 +54,14 @@ fn reference(nodes: &[VictimNode<'_>], cands: &[Candidate], need: usize) -> Opti
 fn random_state<'a>(
     t: &'a NodeTopology,
     count: usize,
-    rng: &mut Rng,
+    rng: &mut impl FnMut(u64) -> u64,
 ) -> (Vec<VictimNode<'a>>, Vec<Candidate>) {
     let mut nodes = Vec::new();
     let mut cands: Vec<Candidate> = Vec::new();
     for index in 0..count {
         let mut free = t.all();
         let (mut idle, mut pinned, mut faulty) = (GpuSet::EMPTY, GpuSet::EMPTY, GpuSet::EMPTY);
-        let copy = index > 0 && rng.below(4) == 0;
+        let copy = index > 0 && rng(4) == 0;
         if copy {
             let first: Vec<Candidate> = cands.iter().filter(|c| c.node == 0).copied().collect();
             cands.extend(first.into_iter().map(|c| Candidate { node: index, ..c }));
@@ -73,18 +73,18 @@ fn random_state<'a>(
             if !free.contains(g) {
                 continue;
             }
-            match rng.below(10) {
+            match rng(10) {
                 0 => idle = idle.union(GpuSet::EMPTY.with(g)),
                 1 => pinned = pinned.union(GpuSet::EMPTY.with(g)),
                 _ => {
                     let mut gpus = GpuSet::EMPTY.with(g);
-                    if rng.below(3) == 0 && free.contains(g + 1) {
+                    if rng(3) == 0 && free.contains(g + 1) {
                         gpus = gpus.union(GpuSet::EMPTY.with(g + 1));
                     }
                     free = free.difference(gpus);
                     cands.push(Candidate {
                         job: cands.len() as u32,
-                        rank: rng.below(3),
+                        rank: rng(3),
                         node: index,
                         gpus,
                     });
@@ -93,8 +93,8 @@ fn random_state<'a>(
             }
             free = free.difference(GpuSet::EMPTY.with(g));
         }
-        if rng.below(5) == 0 {
-            faulty = GpuSet::EMPTY.with(rng.below(t.len() as u64) as usize);
+        if rng(5) == 0 {
+            faulty = GpuSet::EMPTY.with(rng(t.len() as u64) as usize);
         }
         idle = idle.union(faulty.difference(pinned));
         nodes.push(VictimNode {
@@ -114,7 +114,7 @@ fn random_state<'a>(
 #[test]
 fn the_bounded_search_finds_the_plain_searchs_plan() {
     let t = dgx1v();
-    let mut rng = Rng::new(11);
+    let mut rng = test_rng(11);
     for _ in 0..60 {
         let (nodes, cands) = random_state(&t, 6, &mut rng);
         for need in [2, 4, 6] {

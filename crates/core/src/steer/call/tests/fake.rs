@@ -174,6 +174,7 @@ pub fn job(per_node: usize) -> JobFacts {
         need: Some(GpuNeed {
             per_node,
             type_id: None,
+            spread: false,
         }),
         shared: false,
         min_nodes: 1,

@@ -1,0 +1,36 @@
+# Shared by the contrib/ scripts (sourced: `. "$(dirname "$0")/lib.sh"`): the release table
+# and the pid files of a cluster's daemons.
+
+# The one table of Slurm releases (slurm-headers/releases.tsv; also read by build.rs and the
+# e2e harness).
+RELEASE_TABLE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/slurm-headers/releases.tsv
+# releases ROLE: every release of that role (ci), in the table's order.
+releases() { awk -v role="$1" '$1 == "release" && $3 == role { print $2 }' "$RELEASE_TABLE"; }
+# default_release: the first ci release, every script's default.
+default_release() { releases ci | head -n 1; }
+# release_field VERSION N: field N of the release's line (3 ROLE, 4 PLUGIN_DIR, 5 DEBIAN_SOURCE,
+# 6 UPSTREAM_SHA256), empty for `-` or a release the table does not list.
+release_field() {
+  awk -v v="$1" -v n="$2" '$1 == "release" && $2 == v { if ($n != "-") print $n; exit }' "$RELEASE_TABLE"
+}
+# release_prefix VERSION: where the release's bin/ and sbin/ are: /usr for Debian's packages
+# (the table names their plugin directory), else contrib/slurm-install.sh's prefix in the cache
+# (where a site installs any other release the same way by hand).
+release_prefix() {
+  if [ -n "$(release_field "$1" 4)" ]; then echo /usr; else echo "${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$1"; fi
+}
+# release_plugin_dir VERSION: its libslurmfull.so and stock plugins.
+release_plugin_dir() { local d; d=$(release_field "$1" 4); echo "${d:-$(release_prefix "$1")/lib/slurm}"; }
+
+# Running and not a zombie (PID 1 here may not reap orphans, so kill -0 is not enough).
+alive() { [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ] && ! awk '{ exit !($3 == "Z") }' "/proc/$1/stat" 2>/dev/null; }
+pidfile_pid() { [ -s "$1" ] && tr -dc 0-9 < "$1" || true; }
+# daemon_pid FILE MARK: the pid in FILE, only while that process is alive and its command line
+# or environment holds MARK (the cluster's own directory). A pid file outlives its daemon after a
+# SIGKILL, and with pid_max at 32768 its number soon belongs to another process: a job of
+# another cluster, a client. Signals go only to a pid this prints.
+daemon_pid() {
+  local p; p=$(pidfile_pid "$1")
+  alive "$p" || return 0
+  if grep -qzF -- "$2" "/proc/$p/cmdline" "/proc/$p/environ" 2>/dev/null; then echo "$p"; fi
+}
