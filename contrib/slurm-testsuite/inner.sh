@@ -41,6 +41,10 @@ ip link add gate0 type veth peer name gate1 && ip addr add 10.254.0.1/24 dev gat
   ip link set gate0 up && ip link set gate1 up || { echo "inner: no veth pair in the namespace" >&2; exit 1; }
 # The host's MariaDB socket (a client given no host connects there) is out of reach.
 for d in /run/mysqld /var/run/mysqld; do [ -d "$d" ] && mount -t tmpfs tmpfs "$d"; done
+# A private temporary directory: MariaDB (here and in contrib/slurmdbd.sh) names its temporary
+# files after its PID, which in this namespace is small and the same in a concurrent gate run.
+export TMPDIR=$side_dir/tmp
+mkdir -p "$TMPDIR"
 
 case $GATE_RELEASE in
   22.05.8) prefix=/usr stock_plugins=/usr/lib/x86_64-linux-gnu/slurm-wlm ;;

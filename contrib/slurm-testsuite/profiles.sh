@@ -52,8 +52,7 @@ profile() {
     mps|acctmps)
       P_NODES=2 P_NODE_GRES=gpu:4,mps:400
       P_GRES=$(printf 'Name=gpu File=@DEV@/nvidia[0-3]\nName=mps Count=400\n')
-      # permit_job_expansion: test40.5 grows a job's MPS allocation.
-      P_EXTRA+=$'\n'"GresTypes=gpu,mps"$'\n'"SchedulerParameters=bf_interval=1,permit_job_expansion"
+      P_EXTRA+=$'\n'"GresTypes=gpu,mps"
       if [ "$1" = acctmps ]; then P_DBD=1 P_EXTRA+=$'\n'$(gate_acct_conf ,gres/mps); fi ;;
     acct) P_DBD=1 P_EXTRA+=$'\n'$(gate_acct_conf) ;;
     # QOS preemption (test34.2).
