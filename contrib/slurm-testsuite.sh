@@ -210,7 +210,7 @@ while read -r suite t prof; do
     drift+=("$k: expected ${want[$k]}, stock ${st} (${detail["stock $k"]:-})")
   fi
   n=${note[$k]:-}
-  [ -n "$n" ] || { [ "$st" != pass ] && n=${want_why[$k]:-}; } || true
+  [ -n "$n" ] || [ "$st" = pass ] || [ "$st" != "${want[$k]:-}" ] || n=${want_why[$k]:-}
   # The results' details have "_" for spaces.
   sd=${detail["stock $k"]:--} gd=${detail["gputopo $k"]:--}
   [ -n "$n" ] || [ "$st" = pass ] || [ "$sd" = - ] || n=${sd//_/ }
@@ -235,7 +235,11 @@ if [ -n "$write_expected" ] && [[ $sides == *stock* ]]; then
     while read -r suite t; do
       k="$suite $t" r=${res["stock $k"]:-${want[$k]:-}}
       [ -n "$r" ] || continue
-      d=${detail["stock $k"]:-} why=${want_why[$k]:-${note[$k]:-}}
+      # The file's reason holds while the result does; a changed result takes the list's
+      # note, else the test's own message.
+      d=${detail["stock $k"]:-} why=
+      [ "$r" != "${want[$k]:-}" ] || why=${want_why[$k]:-}
+      why=${why:-${note[$k]:-}}
       [ -n "$why" ] || [ "$d" = - ] || why=${d//_/ }
       if [ "$r" = pass ] || [ -z "$why" ]; then echo "$suite $t $r"; else echo "$suite $t $r  # $why"; fi
     done < "$all_tests"
