@@ -363,6 +363,18 @@ EOC
   fi
 }
 
+# etc/gputopo.conf: --gputopo-conf's file, plus StateDir in the cluster directory unless the
+# file sets one: an agent run against this cluster (gputopo publish, the health check) keeps its
+# sticky-XID state there, never in the host's /var/lib/gputopo.
+write_gputopo_conf() {
+  local f=$dir/etc/gputopo.conf
+  : > "$f"
+  [ -z "$gputopo_conf" ] || cat "$gputopo_conf" > "$f"
+  [ ! -s "$f" ] || [ -z "$(tail -c1 "$f")" ] || echo >> "$f"
+  grep -qiE '^[[:space:]]*StateDir[[:space:]]*=' "$f" ||
+    printf '# cluster.sh: the agent state of this cluster\nStateDir=%s\n' "$dir/agent-state" >> "$f"
+}
+
 fail_up() {
   echo "cluster.sh: $*" >&2
   local f
@@ -451,7 +463,7 @@ cmd_up() {
   nvml_plugin_dir
   write_gres
   write_slurm_conf
-  [ -z "$gputopo_conf" ] || cp "$gputopo_conf" "$dir/etc/gputopo.conf"
+  write_gputopo_conf
 
   cat > "$dir/cluster.env" <<EOE
 SLURM_CONF=$dir/etc/slurm.conf

@@ -45,6 +45,10 @@ if [ "${1:-}" = --inside ]; then
       i=$((i + 1))
     done
   done
+  # The scratch host is one the agent never ran on: state a gputopo agent left on this host
+  # (sticky XIDs in /var/lib/gputopo) is no package's file, and the removal checks would find
+  # it. Gone in the copy-on-write layer only.
+  rm -rf /var/lib/gputopo
   if [ -n "$old" ]; then
     mkdir -p "$new"
     tar -C "$old" --exclude='*.a' --exclude='*.la' --exclude=lib/slurm/src -cf - bin sbin lib | tar -C "$new" -xf -

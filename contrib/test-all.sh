@@ -123,6 +123,9 @@ phase bench-metrics cargo bench -p gputopo-agent --bench metrics -- --quick --no
 
 # The gputopo command (gres.conf for the harness; the agent's e2e tests also run it).
 phase gputopo-bin cargo build --release -p gputopo-agent --bin gputopo
+# The fake NVML library and its driver-tree writer, side by side in target/debug (the NVML
+# e2e tests find both there; building them inside a test would eat its time limit).
+phase fake-nvml cargo build -p fake-nvml
 export GPUTOPO_BIN=$CARGO_TARGET_DIR/release/gputopo
 
 # e2e_phase NAME PROFILE: the e2e tests of a nextest profile on release $r's cluster. Its

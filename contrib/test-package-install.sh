@@ -101,6 +101,14 @@ submit_gpu_job() {
 }
 running() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ]; }
 set_conf() { sed -i "s|^$1=.*|$1=$2|" "$conf"; }
+# none_left PATH...: true when none exists; names the ones left on fd 9 (check drops the
+# command's own output, so a failure would not say which).
+exec 9>&2
+none_left() {
+  local p left=()
+  for p in "$@"; do [ ! -e "$p" ] || left+=("$p"); done
+  [ ${#left[@]} = 0 ] || { echo "  left behind: ${left[*]}" >&9; ls -laR "${left[@]}" 2>&1 | head -20 >&9; return 1; }
+}
 
 # --- 1. the site's Slurm, stock cons_tres ---------------------------------------------------
 if [ -n "$prefix" ]; then
@@ -250,7 +258,7 @@ if [ "$kind" = deb ]; then
   out=$(pkg dpkg --purge gputopo 2>&1); rc=$?
   check "purge succeeds" test "$rc" = 0
   check "purge reminds that the directory was kept" grep -q "was kept for a slurm.conf" <<<"$out"
-  check "no file of the package is left" test ! -e /usr/bin/gputopo -a ! -e /usr/share/gputopo -a ! -e /usr/share/doc/gputopo -a ! -e /etc/slurm/gputopo.conf -a ! -e /etc/default/gputopo -a ! -e /var/lib/gputopo
+  check "no file of the package is left" none_left /usr/bin/gputopo /usr/share/gputopo /usr/share/doc/gputopo /etc/slurm/gputopo.conf /etc/default/gputopo /var/lib/gputopo
 else
   # slurm.conf back to the stock plugin and PluginDir, daemons restarted, then rpm -e.
   check "the daemons restart with Slurm's own PluginDir and cons_tres" switch_to "$stock" select/cons_tres
@@ -258,7 +266,7 @@ else
   echo "$out" | grep 'gputopo:' | sed "s/^/  [remove] /"
   check "rpm -e succeeds once slurm.conf no longer uses gputopo" test "$rc" = 0
   check "the plugin directory is gone" test ! -e "$pdir"
-  check "no file of the package is left" test ! -e /usr/bin/gputopo -a ! -e /usr/share/gputopo -a ! -e "$(dirname "$pdir")" -a ! -e /var/lib/gputopo -a ! -e /usr/libexec/gputopo
+  check "no file of the package is left" none_left /usr/bin/gputopo /usr/share/gputopo "$(dirname "$pdir")" /var/lib/gputopo /usr/libexec/gputopo
   job3=$(submit_gpu_job)
   check "the stock cluster runs a GPU job" test -n "$job3"
 fi

@@ -16,14 +16,16 @@ use std::process::Command;
 use std::time::Duration;
 
 /// A built file: `$env` (made absolute: slurmd runs what names it from its own directory),
-/// else the first of `names` under this test binary's target/{release,debug}[/deps].
+/// else the first of `names` under this test binary's target/{release,debug}. Not `deps/`:
+/// a test build leaves a `libfake_nvml.so` there without the fake-nvml-tree that
+/// contrib/nvml-node.sh looks for beside it (CI's clean checkout failed on exactly that).
 fn target_file(env: &str, names: &[&str]) -> Option<PathBuf> {
     if let Ok(p) = std::env::var(env) {
         return Some(super::harness::absolute(p));
     }
     let exe = std::env::current_exe().ok()?;
     let target = exe.parent()?.parent()?.parent()?.to_path_buf();
-    ["release", "debug", "debug/deps", "release/deps"]
+    ["release", "debug"]
         .iter()
         .flat_map(|p| {
             names
@@ -65,6 +67,7 @@ pub(super) fn fake_tree() -> PathBuf {
     let lib = fake_lib();
     let beside = lib.with_file_name("fake-nvml-tree");
     if !beside.is_file() {
+        // lib is target/<profile>/libfake_nvml.so: its grandparent is the target directory.
         build_fake(lib.ancestors().nth(2).expect("target dir"));
     }
     beside
