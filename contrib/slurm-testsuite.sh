@@ -187,6 +187,8 @@ for s in ${sides//,/ }; do
     unshare --pid --fork --mount-proc --mount --net \
     "$work/gate/inner.sh" "$sdir" "$tests" "$sdir/results" || true
   echo "slurm-testsuite.sh: side $s ($ssel, $sprio) took $(($(date +%s) - t0)) s" >&2
+  # The MariaDB data directories (~190 MB a side) go; the logs stay (GATE_KEEP_DB=1 keeps all).
+  [ "${GATE_KEEP_DB:-0}" = 1 ] || find "$sdir" -maxdepth 3 -type d -name db -prune -exec rm -rf {} +
   while read -r suite t r sec d; do
     res["$s $suite $t"]=$r secs["$s $suite $t"]=$sec detail["$s $suite $t"]=$d
   done < "$sdir/results"
