@@ -40,7 +40,9 @@
 # Environment: GPUTOPO_PLUGIN_SO (else contrib/build-plugin.sh RELEASE), GPUTOPO_BIN (else
 # target/release/gputopo, built when missing).
 set -euo pipefail
-
+# The whole script is one compound command, read before it runs: a checkout edited (or merged)
+# during a run of an hour does not change the run half-way (bash reads scripts as it goes).
+{
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 die() { echo "slurm-testsuite.sh: $*" >&2; exit 2; }
@@ -252,3 +254,4 @@ if [ -n "$write_expected" ] && [[ $sides == *stock* ]]; then
 fi
 [ "$bad" = 0 ] || echo "slurm-testsuite.sh: a test that passes with stock does not pass with gputopo" >&2
 exit "$bad"
+}
