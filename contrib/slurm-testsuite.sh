@@ -49,7 +49,7 @@ die() { echo "slurm-testsuite.sh: $*" >&2; exit 2; }
 
 [ $# -ge 3 ] || die "usage: slurm-testsuite.sh RELEASE SELECT PRIORITY [options] (see the header)"
 release=$1 select=$2 priority=$3; shift 3
-tag= only= prof_re= sides=stock,gputopo list=$here/slurm-testsuite/list work= timeout=900
+tag= only= prof_re= sides=stock,gputopo list=$here/slurm-testsuite/list work= timeout=1200
 expected= write_expected=
 while [ $# -gt 0 ]; do
   case $1 in
