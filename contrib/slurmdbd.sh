@@ -9,7 +9,8 @@
 # which has accounting_storage/mysql), registers cluster NAME, and prints the slurm.conf lines
 # that point slurmctld at it (pass them with cluster.sh --extra-conf, ClusterName included).
 # DIR.dbd/slurm.conf is a minimal client config for sacctmgr before slurmctld runs.
-# Ports: cluster.sh's base port for DIR + 150 (slurmdbd) and + 151 (MariaDB). Run as root.
+# Ports: cluster.sh's base port for DIR + 150 (slurmdbd) and + 151 (MariaDB), else the next
+# free pair of that block (+152/+153, ...). Run as root.
 set -euo pipefail
 die() { echo "slurmdbd.sh: $*" >&2; exit 1; }
 
@@ -30,6 +31,22 @@ d=$dir.dbd  # a sibling: cluster.sh up kills whatever holds files under DIR/
 # connection could hold a listening port): slurmctld BASE, nodes BASE+1.., BASE+150.. free.
 base=$("$(dirname "$0")/cluster.sh" port --dir "$dir")
 dbd_port=$((base + 150)) my_port=$((base + 151))
+
+# listening PORT: something on this host listens on TCP PORT.
+listening() { [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]; }
+# pick_ports [FROM]: the first pair at BASE+FROM.. (even offsets up to +148 of the block's 50)
+# that nothing listens on. Port blocks are derived from directory names, and two names can
+# share a block: another cluster's slurmdbd (or one a killed test left) must not make this one
+# fail. The pair goes into the configuration printed below, so clients follow it.
+pick_ports() {
+  local off
+  for ((off = ${1:-150}; off < 198; off += 2)); do
+    listening $((base + off)) || listening $((base + off + 1)) || {
+      dbd_port=$((base + off)) my_port=$((base + off + 1)); return 0; }
+  done
+  die "no free port pair in $((base + 150))..$((base + 199)) (cluster.sh port --dir $dir)"
+}
+pick_ports
 
 stop() {
   local f p pids=()
@@ -57,9 +74,17 @@ p=$(release_prefix "$release"); sbin=$p/sbin bin=$p/bin
 stop
 rm -rf "$d"; mkdir -p "$d/db"
 mariadb-install-db --user=root --datadir="$d/db" --skip-test-db >"$d/install.log" 2>&1 || die "mariadb-install-db failed (see $d/install.log)"
-mariadbd --user=root --datadir="$d/db" --socket="$d/mysql.sock" --port=$my_port --bind-address=127.0.0.1 \
-  --skip-grant-tables --pid-file="$d/mariadb.pid" --log-error="$d/mariadb.log" >/dev/null 2>&1 &
-for _ in $(seq 100); do [ -S "$d/mysql.sock" ] && break; sleep 0.2; done
+# (A port taken between the check and the bind: the next free pair, at most three times.)
+for try in 1 2 3; do
+  mariadbd --user=root --datadir="$d/db" --socket="$d/mysql.sock" --port=$my_port --bind-address=127.0.0.1 \
+    --skip-grant-tables --pid-file="$d/mariadb.pid" --log-error="$d/mariadb.log" >/dev/null 2>&1 &
+  my_pid=$!
+  for _ in $(seq 100); do [ -S "$d/mysql.sock" ] && break; kill -0 "$my_pid" 2>/dev/null || break; sleep 0.2; done
+  [ -S "$d/mysql.sock" ] && break
+  grep -q 'Address already in use' "$d/mariadb.log" 2>/dev/null && [ "$try" != 3 ] || break
+  echo "slurmdbd.sh: MariaDB port $my_port was taken meanwhile; trying the next pair" >&2
+  pick_ports $((my_port - base + 1))
+done
 [ -S "$d/mysql.sock" ] || die "mariadbd did not start (see $d/mariadb.log)"
 
 cat > "$d/slurmdbd.conf" <<EOC
