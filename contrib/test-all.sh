@@ -31,6 +31,10 @@
 #               GPUTOPO_SELECT=cons_tres (the tests of gputopo's own behaviour are skipped)
 #               Both summary lines count passed, skipped and failed tests: a test that returns
 #               early because it does not apply here counts as skipped (nextest-summary.py)
+#     gate-R    contrib/slurm-testsuite.sh R gputopo gputopo --tag ci --sides gputopo: Slurm's
+#               own expect and python tests tagged ci in contrib/slurm-testsuite/list with
+#               select/gputopo and priority/gputopo; fails when a test that passes with stock
+#               (contrib/slurm-testsuite/expected-R, from the full stock run) does not pass
 #     perf-gate-R  contrib/bench-select.sh --callgrind --nodes 128 --gate 2: fails when
 #               gputopo's own instructions per select_p_job_test exceed 2 % of stock
 #               cons_tres's (callgrind counts, stock measured in the same invocation)
@@ -173,6 +177,10 @@ for r in $releases; do
   # The perf gate (callgrind counts are repeatable on a loaded machine; wall-clock is not).
   BENCH_DIR=/tmp/gputopo-perf-gate-$r phase "perf-gate-$r" "$here/bench-select.sh" \
     --release "$r" --callgrind --nodes 128 --gate 2
+  # Slurm's own testsuite, the part tagged ci, with gputopo against the stock results of the
+  # full gate run committed per release (docs/harness.md, "Slurm's own testsuite").
+  phase "gate-$r" "$here/slurm-testsuite.sh" "$r" gputopo gputopo --tag ci --sides gputopo \
+    --work "/tmp/gputopo-ts-ci-$r"
   phase "package-$r" "$here/test-package.sh" "$r"
   unset SLURM_SRC_DIR GPUTOPO_PLUGIN_SO GPUTOPO_SLURM_RELEASE GPUTOPO_PANIC_SO
 done
