@@ -426,3 +426,6 @@ pub fn take() -> Option<Update> {
         seeds: g.seeds.take(),
     })
 }
+
+#[cfg(test)]
+mod tests;
