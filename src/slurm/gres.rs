@@ -27,7 +27,7 @@ mod lookup;
 mod reserved;
 mod shared;
 mod wide;
-pub use alloc::job_alloc_gpus;
+pub use alloc::{SharedAlloc, job_alloc_gpus, job_alloc_shared};
 pub use lookup::node_gres;
 pub use reserved::ResvGres;
 pub use shared::{SHARED, SharedRecord};

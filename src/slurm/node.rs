@@ -36,8 +36,8 @@ pub fn table_len() -> usize {
 /// The node at `index` of slurmctld's node table (`node_record_table_ptr[index]`).
 ///
 /// # Safety
-/// Call only from a `select_p_*` hook (slurmctld holds the node lock); the view must not
-/// outlive that call.
+/// The caller holds the slurmctld node lock (every `select_p_*` hook runs with it; the
+/// priority pass takes it for reading); the view must not outlive that lock.
 pub unsafe fn by_index<'a>(index: NodeIndex) -> Option<NodeView<'a>> {
     if index.0 >= table_len() {
         return None;

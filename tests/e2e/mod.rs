@@ -22,6 +22,7 @@ mod priority;
 mod priority_fairshare;
 mod priority_ha;
 mod priority_ledger;
+mod priority_limits;
 mod priority_memory;
 mod priority_only;
 mod resv_gres;

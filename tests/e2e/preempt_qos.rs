@@ -12,58 +12,11 @@
 //! slurmdbd lives beside the harness's cluster directory (`DIR-qos.dbd`, ports from
 //! `DIR-qos`), so this can run while other clusters and other tests' slurmdbd do.
 
-use std::process::Command;
-
 use super::gres_configs::cancel_all;
-use super::harness::{Cluster, Opts, WAIT, cluster_dir, e2e_enabled, release, repo, select};
+use super::harness::{Cluster, Opts, Slurmdbd, WAIT, e2e_enabled, select};
 use super::preempt::{CONF, best_quad, preempt_once_with};
 use super::preempt_faulty;
 use super::select::extra_with_faulty;
-
-/// A MariaDB + slurmdbd for the harness's cluster directory (contrib/slurmdbd.sh); stopped
-/// on drop.
-pub(super) struct Dbd {
-    dir: String,
-    /// The slurm.conf lines that point slurmctld at it.
-    pub(super) conf: String,
-}
-
-impl Dbd {
-    fn up(cluster: &str) -> Dbd {
-        Dbd::beside(cluster, "qos")
-    }
-
-    /// A slurmdbd in `DIR-<suffix>` for the harness's cluster directory DIR, registering
-    /// cluster `cluster`.
-    pub(super) fn beside(cluster: &str, suffix: &str) -> Dbd {
-        // Its own directory beside the cluster's (slurmdbd.sh uses DIR.dbd and ports from
-        // DIR): another test's slurmdbd for the same cluster directory never shares it.
-        let dir = format!("{}-{suffix}", cluster_dir().display());
-        let out = Command::new(repo().join("contrib/slurmdbd.sh"))
-            .args(["up", "--release", &release(), "--dir", &dir])
-            .args(["--cluster", cluster])
-            .output()
-            .expect("run contrib/slurmdbd.sh");
-        let dbd = Dbd {
-            dir,
-            conf: String::from_utf8_lossy(&out.stdout).into_owned(),
-        };
-        assert!(
-            out.status.success(),
-            "slurmdbd.sh up: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        dbd
-    }
-}
-
-impl Drop for Dbd {
-    fn drop(&mut self) {
-        let _ = Command::new(repo().join("contrib/slurmdbd.sh"))
-            .args(["down", "--dir", &self.dir])
-            .output();
-    }
-}
 
 #[test]
 #[ignore = "needs root, Slurm, MariaDB and slurmdbd; run by contrib/test-all.sh"]
@@ -71,11 +24,11 @@ fn with_preempt_qos_a_preemptor_gets_a_best_quad_at_stock_cost() {
     if !e2e_enabled() {
         return;
     }
-    let dbd = Dbd::up("gtqos");
+    let dbd = Slurmdbd::beside("qos", &["gtqos"]);
     let extra = format!(
         "PreemptType=preempt/qos\nPreemptMode=REQUEUE\n\
          AccountingStorageEnforce=associations,qos\n{}",
-        dbd.conf
+        dbd.conf("gtqos")
     );
     let c = Cluster::up(Opts {
         nodes: 2,

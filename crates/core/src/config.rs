@@ -28,7 +28,7 @@
 //! | `PublishRefreshSec` | 300 | `publish` rewrites an unchanged Extra this often (report age) |
 //! | `ThermalMarginC` | 5 | `thermal` within this many °C of the slowdown/shutdown threshold |
 //! | `PowerCapPercent` | 100 | `power_capped` at this share of the enforced power limit (0 = reasons only) |
-//! | `PcieGenDegraded` | no | a PCIe generation below the maximum counts as `pcie_degraded` too |
+//! | `PcieGenDegraded` | no | a PCIe generation below the fastest the GPU has shown counts as `pcie_degraded` too |
 //! | `NvlinkErrorsDegraded` | 100 | `nvlink_errors` at this many NVLink errors (0 = off) |
 //! | `ViolationPercent` | 50 | a power/thermal/board/reliability violation counter throttled this share of the time since the last check counts as its signal (0 = off) |
 //! | `WarmRaiseChecks` | 1 | checks in a row a GPU must run warm before it is published in `w` |

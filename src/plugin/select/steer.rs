@@ -106,6 +106,16 @@ impl SelectHooks for Steer {
         rc
     }
 
+    /// The priority role's usage ledger notes the ending job (it may be purged before the
+    /// next pass), then cons_tres releases it.
+    fn job_fini(
+        &self,
+        forward: impl FnOnce() -> c_int,
+        job: Option<EntryPtr<'_, ffi::job_record_t>>,
+    ) -> c_int {
+        crate::plugin::priority::job_fini(forward, job)
+    }
+
     /// `scontrol reconfigure` may have changed SlurmctldDebug and gputopo.conf.
     fn reconfigure(&self, forward: impl FnOnce() -> c_int) -> c_int {
         crate::slurm::log::sync_level();

@@ -162,6 +162,20 @@ pub fn map_texts(
         .iter()
         .map(|f| f.as_deref().and_then(|f| locate_mig(f, devices)))
         .collect();
+    // A record over several files (MultipleFiles=, or a MIG instance Slurm detected) that is
+    // no MIG instance the driver lists here: which device it is cannot be told, so nothing is
+    // published under a guessed index (a stale hand-written line after the instances changed).
+    if let Some(f) = all
+        .iter()
+        .zip(&migs)
+        .find_map(|(f, m)| f.as_deref().filter(|f| m.is_none() && f.contains(',')))
+    {
+        return Err(format!(
+            "Slurm's GPU with the files {f} is no MIG instance the driver lists \
+             ({}): correct gres.conf (`nvidia-smi mig -lgi` lists the GPU instances)",
+            mig::MIG_MINORS
+        ));
+    }
     let files: Vec<Option<String>> = all
         .iter()
         .zip(&migs)

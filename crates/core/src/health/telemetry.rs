@@ -36,8 +36,10 @@ pub enum Signal {
     /// a failed fan, or an external power-brake signal), or the board-limit or reliability
     /// violation counter: `hw_slowdown`.
     HwSlowdown,
-    /// The PCIe link trained below the card's maximum width (and, with `PcieGenDegraded=yes`,
-    /// generation): `pcie_degraded`.
+    /// The PCIe link is narrower (and, with `PcieGenDegraded=yes`, slower) than the widest
+    /// (fastest) link this GPU has shown in its slot ([`Telemetry::pcie_best`]): `pcie_degraded`.
+    /// Not "below the card's maximum": a card in a slot wired x8 reports x8 of x16 all its life
+    /// (real A10G and Quadro P2000 reports), which is how the slot is built, not a fault.
     PcieDegraded,
     /// NVLink error counters (replay, recovery, CRC) summed over the GPU's links at or above
     /// `NvlinkErrorsDegraded`: `nvlink_errors`.
@@ -104,6 +106,10 @@ pub struct Telemetry {
     pub pcie_gen: Reading<(u32, u32)>,
     /// PCIe width: (current, max).
     pub pcie_width: Reading<(u32, u32)>,
+    /// The widest and fastest link this GPU has shown in its slot, this check included: the
+    /// agent's memory ([`super::sticky::XidMemory::step_pcie`]); `None` without one (then the
+    /// link is no evidence).
+    pub pcie_best: Option<Link>,
     /// NVLink replay + recovery + CRC errors over the GPU's active links (`NotSupported` on
     /// GPUs without NVLink).
     pub nvlink_errors: Reading<u64>,
@@ -115,6 +121,36 @@ pub struct Telemetry {
     pub throttled_pct: Vec<(Limit, u32)>,
 }
 
+/// A PCIe link: generation and width (lanes); 0 = never read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Link {
+    /// PCIe generation (1 = 2.5 GT/s ... 5 = 32 GT/s).
+    #[serde(rename = "g", default)]
+    pub generation: u32,
+    /// Lanes.
+    #[serde(rename = "w", default)]
+    pub width: u32,
+}
+
+impl Link {
+    /// This check's link, where readable and trained (a current value of 0 is no reading).
+    pub fn current(t: &Telemetry) -> Link {
+        let cur = |r: &Reading<(u32, u32)>| r.value().map_or(0, |&(c, _)| c);
+        Link {
+            generation: cur(&t.pcie_gen),
+            width: cur(&t.pcie_width),
+        }
+    }
+
+    /// Each component the larger of the two.
+    pub fn max(self, o: Link) -> Link {
+        Link {
+            generation: self.generation.max(o.generation),
+            width: self.width.max(o.width),
+        }
+    }
+}
+
 /// Telemetry thresholds (`gputopo.conf`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TelemetryPolicy {
@@ -123,8 +159,8 @@ pub struct TelemetryPolicy {
     /// `power_capped` at this share of the enforced limit, in percent; 0 = only the clock-event
     /// reasons count. Default 100.
     pub power_cap_percent: u32,
-    /// A PCIe generation below the maximum counts too. Default no: GPUs lower the generation
-    /// themselves when idle to save power.
+    /// A PCIe generation below the fastest this GPU has shown counts too. Default no: GPUs
+    /// lower the generation themselves when idle to save power.
     pub pcie_gen_degraded: bool,
     /// `nvlink_errors` at this many errors; 0 = off. Default 100.
     pub nvlink_errors_degraded: u64,
@@ -201,11 +237,17 @@ pub fn signals(t: &Telemetry, p: &TelemetryPolicy) -> [(Signal, Option<bool>); 5
         }
         _ => None,
     };
-    let below = |r: &Reading<(u32, u32)>| r.value().map(|&(cur, max)| cur > 0 && cur < max);
+    // Below what this GPU has shown before in this slot, not below its maximum (see
+    // Signal::PcieDegraded); no memory, no evidence.
+    let below = |r: &Reading<(u32, u32)>, best: fn(Link) -> u32| {
+        let best = best(t.pcie_best?);
+        r.value().map(|&(cur, _)| cur > 0 && cur < best)
+    };
+    let width = below(&t.pcie_width, |l| l.width);
     let pcie = if p.pcie_gen_degraded {
-        or(below(&t.pcie_width), below(&t.pcie_gen))
+        or(width, below(&t.pcie_gen, |l| l.generation))
     } else {
-        below(&t.pcie_width)
+        width
     };
     let nvlink = t
         .nvlink_errors

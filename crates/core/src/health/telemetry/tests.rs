@@ -12,6 +12,11 @@ fn cool() -> Telemetry {
         clock_events: Reading::Value(0x1), // GPU idle: not a throttle
         pcie_gen: Reading::Value((1, 4)),  // idle GPUs lower the generation
         pcie_width: Reading::Value((16, 16)),
+        // Under load this GPU trained gen 4 x16 before.
+        pcie_best: Some(Link {
+            generation: 4,
+            width: 16,
+        }),
         nvlink_errors: Reading::Value(3),
         violations: Vec::new(),
         throttled_pct: Vec::new(),
@@ -125,6 +130,46 @@ fn violation_shares_are_sustained_throttling() {
         ..Telemetry::default()
     };
     assert_eq!(signals(&t, &p)[1], (Signal::PowerCapped, Some(false)));
+}
+
+#[test]
+fn a_link_is_degraded_below_what_the_gpu_showed_not_below_its_maximum() {
+    let p = TelemetryPolicy::default();
+    let x8 = |best: Option<Link>| Telemetry {
+        pcie_width: Reading::Value((8, 16)),
+        pcie_best: best,
+        ..cool()
+    };
+    let best = |width| {
+        Some(Link {
+            generation: 4,
+            width,
+        })
+    };
+    // A card in a slot wired x8 (real A10G, Quadro P2000): x8 is all it ever showed.
+    assert!(seen(&x8(best(8)), &p).is_empty());
+    // The same card after it trained x16 in this slot: x8 is a drop.
+    assert_eq!(seen(&x8(best(16)), &p), [Signal::PcieDegraded]);
+    // Without the agent's memory the link is no evidence either way.
+    assert_eq!(signals(&x8(None), &p)[3], (Signal::PcieDegraded, None));
+    // A generation drop (idle) counts only with PcieGenDegraded=yes, and only below the best.
+    let by_gen = TelemetryPolicy {
+        pcie_gen_degraded: true,
+        ..p
+    };
+    let idle_gen1 = |generation| Telemetry {
+        pcie_best: Some(Link {
+            generation,
+            width: 16,
+        }),
+        ..cool()
+    };
+    assert!(seen(&idle_gen1(4), &p).is_empty());
+    assert_eq!(seen(&idle_gen1(4), &by_gen), [Signal::PcieDegraded]);
+    assert!(
+        seen(&idle_gen1(1), &by_gen).is_empty(),
+        "never faster than gen 1"
+    );
 }
 
 #[test]
