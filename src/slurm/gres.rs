@@ -142,6 +142,11 @@ impl JobGres<'_> {
         self.js().gres_per_node
     }
 
+    /// `--gpus-per-socket` count (0 when not used).
+    pub fn per_socket(&self) -> u64 {
+        self.js().gres_per_socket
+    }
+
     fn select_len(&self) -> usize {
         self.js().total_node_cnt as usize
     }

@@ -129,6 +129,15 @@ impl<'a> NodeView<'a> {
         self.rec.sched_weight
     }
 
+    /// `RestrictedCoresPerGPU` (24.11+; 0 when unset, and always before 24.11): cores per GPU
+    /// that only GPU jobs may use, reserved by cons_tres for the GPUs it picks.
+    pub fn restricted_cores_per_gpu(&self) -> u16 {
+        #[cfg(slurm_24_11)]
+        return self.rec.res_cores_per_gpu;
+        #[cfg(not(slurm_24_11))]
+        0
+    }
+
     /// Cores per socket (slurm.conf `CoresPerSocket`), at least 1.
     pub fn cores_per_socket(&self) -> usize {
         usize::from(self.rec.cores).max(1)

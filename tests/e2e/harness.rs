@@ -178,6 +178,9 @@ impl Cluster {
             cmd.env("FAKE_NVML_LIB", super::agent::fake_lib())
                 .env("FAKE_NVML_TREE", super::agent::fake_tree());
         }
+        if let Some(so) = &opts.plugin_so {
+            cmd.env("GPUTOPO_PLUGIN_SO", so);
+        }
         let out = cmd
             .args(&args)
             .env("GPUTOPO_BIN", gputopo_bin())

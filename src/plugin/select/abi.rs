@@ -131,7 +131,8 @@ crate::forwarding_table! {
     forward fn select_p_get_info_from_plugin(dinfo: select_plugindata_info, job_ptr: *mut job_record_t, data: *mut c_void) -> c_int, fail = SLURM_ERROR;
     #[cfg(select_abi = "22.05")]
     forward fn select_p_update_node_config(index: c_int) -> c_int, fail = SLURM_ERROR;
-    hook fn select_p_reconfigure() -> c_int, fail = SLURM_ERROR
+    // Guarded: after a panic too, gputopo.conf and the persisted health are read again.
+    guarded fn select_p_reconfigure() -> c_int, fail = SLURM_ERROR
         => reconfigure();
     #[cfg(select_abi = "22.05")]
     forward fn select_p_resv_test(
