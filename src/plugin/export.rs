@@ -22,7 +22,7 @@
 //! # Adding a second role (e.g. `priority/gputopo`) to the same `.so`
 //! 1. Write `src/plugin/priority.rs` with a `pub static ROLE: impl Role` whose `start`/`stop`
 //!    set up and tear down the priority state, and the `priority_p_*` exports with
-//!    [`own_entry_points!`](crate::own_entry_points) (or a [`forwarding_table!`] if it wraps a
+//!    [`own_entry_points!`](crate::own_entry_points) (or a [`forwarding_table!`](crate::forwarding_table) if it wraps a
 //!    stock priority plugin).
 //! 2. Append `&priority::ROLE` to the `roles:` list of the single `plugin_identity!` in
 //!    `src/plugin/mod.rs`. One file has one `init`/`fini`: Slurm calls `init` once per role it

@@ -143,7 +143,7 @@ impl Role for PriorityRole {
 
     /// 24.11 initialises the priority plugin again after a failed re-exec reconfigure; on 22.05
     /// this is the priority plugin's own `init` when SelectType is ours too (see
-    /// [`defer_loop`]).
+    /// `defer_loop`).
     fn reacquire(&self) -> Result<(), PluginError> {
         self.start()?;
         if LOOP_DEFERRED.swap(false, Ordering::SeqCst) {

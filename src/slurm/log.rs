@@ -1,7 +1,7 @@
 //! The `log` facade, written into Slurm's own log (slurmctld.log, slurmd.log, stderr of clients).
 //!
 //! Everything in gputopo logs with `log::error!`/`warn!`/`info!`/`debug!`/`trace!`; this module
-//! is the one `log::Log` implementation. Levels go through one table ([`LEVELS`]); the message
+//! is the one `log::Log` implementation. Levels go through one table (`LEVELS`); the message
 //! is formatted once, interior NULs are replaced, and it is passed to `slurm_log_var` as the
 //! argument of a constant `"%s"` format, so a message can never become a format string.
 //! `enabled()` compares with Slurm's current level (`get_log_level`); [`sync_level`] refreshes

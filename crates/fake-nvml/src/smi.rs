@@ -9,7 +9,7 @@
 //! (14 per slice on A100, 16 on H100/H200/B200) and memory (rounded up to GB), e.g. `1g.20gb`.
 //! Reports of schema v11 (`power_readings`, `clocks_throttle_reasons`, ECC `single_bit`/
 //! `double_bit`) and v12/v13 (`gpu_power_readings`, `clocks_event_reasons`, `sram_*`/`dram_*`)
-//! are read alike. The text form (`nvidia-smi -q`) is read as the XML form ([`text`]). A
+//! are read alike. The text form (`nvidia-smi -q`) is read as the XML form (module `text`). A
 //! section missing from a report means "not supported" (old schemas leave them out), except
 //! in an excerpt (text with `[...]`), where it is only not shown: the fake's default stands.
 

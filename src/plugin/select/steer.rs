@@ -10,7 +10,7 @@
 //!   re-picks the GPU indices on each chosen node. [`read`] takes Slurm's state once per call
 //!   into the core's snapshot, the core's state machine
 //!   ([`gputopo_core::steer::call`]) decides every step, [`run`] carries the steps out and
-//!   [`write`] writes the placement back once; state and config in [`state`]. TEST_ONLY is
+//!   [`write`](mod@write) writes the placement back once; state and config in [`state`]. TEST_ONLY is
 //!   forwarded untouched.
 //! - Before a call that offers preemption candidates, [`preempt`] reorders them so cons_tres
 //!   frees the best-connected healthy GPUs at the same cost (the core decides over the

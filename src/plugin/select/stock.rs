@@ -1,4 +1,4 @@
-//! The stock `select/cons_tres`, loaded by absolute path and called through [`StockSelect`].
+//! The stock `select/cons_tres`, loaded by absolute path and called through [`StockSelect`](super::abi::StockSelect).
 //!
 //! gputopo forwards every `select_p_*` call to the real `select_cons_tres.so` of the same
 //! release. It is opened with `dlopen(path, RTLD_LAZY | RTLD_LOCAL)`: lazy because cons_tres

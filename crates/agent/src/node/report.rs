@@ -45,7 +45,8 @@ pub struct SlurmGpu {
     pub ident: Identity,
     /// Verdict (its `index` is the Slurm GRES index).
     pub verdict: GpuHealth,
-    /// An `ok` GPU running warm, as the warm hysteresis holds it ([`telemetry::warm_seen`]).
+    /// An `ok` GPU running warm, as the warm hysteresis holds it
+    /// ([`gputopo_core::health::telemetry::warm_seen`]).
     pub warm: bool,
 }
 

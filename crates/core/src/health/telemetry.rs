@@ -165,7 +165,7 @@ pub struct TelemetryPolicy {
     /// `nvlink_errors` at this many errors; 0 = off. Default 100.
     pub nvlink_errors_degraded: u64,
     /// A violation counter throttled at least this share of the time since the previous
-    /// check, in percent, is seen as its signal ([`violation`]); 0 = off. Default 50.
+    /// check, in percent, is seen as its signal ([`super::violation`]); 0 = off. Default 50.
     pub violation_percent: u32,
     /// Checks in a row a GPU must be seen warm ([`warm`]) before it is published in `w`.
     /// Default 1: `w` is only a preference, so it may come at once.

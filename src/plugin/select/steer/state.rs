@@ -1,6 +1,6 @@
-//! The select hooks' process state: the `gputopo.conf` switches ([`settings`]), the health
-//! cache keyed by node `Extra`, the per-node topology cache ([`model`]), the engine, and
-//! counters ([`stats`]).
+//! The select hooks' process state: the `gputopo.conf` switches (`settings`), the health
+//! cache keyed by node `Extra`, the per-node topology cache (`model`), the engine, and
+//! counters (`stats`).
 //!
 //! Built lazily on the first hook call inside slurmctld (so slurmd and clients, which also
 //! load the `.so`, never build it) and refreshed by `select_p_reconfigure`. slurmctld calls

@@ -18,7 +18,7 @@ pub struct Stats {
     pub replaced: AtomicU64,
     /// Nodes excluded because they would have handed out a faulty GPU.
     pub excluded: AtomicU64,
-    /// Calls served by the degraded path after a panic ([`super::degraded`]).
+    /// Calls served by the degraded path after a panic ([`super::super::degraded`]).
     pub degraded_calls: AtomicU64,
     /// When the counters were last logged (seconds since the epoch).
     pub logged_at: AtomicU64,
