@@ -187,10 +187,12 @@ const ALLOWLISTS: &[Allow] = &[
             "slurm_list_(create|append|sort|destroy)",
             "priority_sort_part_tier",
             "slurm_xstrdup",
+            "slurmdb_destroy_assoc_usage",
         ],
         vars: &[
             "assoc_mgr_root_assoc",
             "assoc_mgr_assoc_list",
+            "assoc_mgr_qos_list",
             "assoc_mgr_tres_name_array",
             "g_user_assoc_count",
             "g_tres_count",

@@ -4,7 +4,7 @@
 //! Budget (issue 28): one scrape of a 1,000-node cluster's data under 100 ms. The data set is
 //! the recorded output of a real 4-node cluster (tests/fixtures/scontrol/RELEASE, recorded by
 //! contrib/record-scontrol.sh) replicated 250 times with the node names and job ids renumbered:
-//! 1,000 DGX-1V nodes (8,000 GPUs; faulty, lost, unknown, warm and XID-holding GPUs, NVLinks
+//! 1,000 DGX-1V nodes (8,000 GPUs; faulty, lost, warm and XID-holding GPUs, NVLinks
 //! down) and 2,250 jobs (1,500 running with placement notes, 750 waiting). A scrape is what
 //! `--listen` does after scontrol answered: read both texts into the cluster model and encode
 //! it; scontrol itself (slurmctld's time) is not in it.

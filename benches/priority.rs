@@ -107,7 +107,7 @@ fn bench(c: &mut Criterion) {
         ledger.charge(&UsageCharge {
             account: format!("acct{}", u % 50),
             user: format!("user{u}"),
-            gpus: u64::from(u % 8),
+            gpus: f64::from(u % 8),
             billing: f64::from(u % 32),
             run_secs: f64::from(60 + u),
         });

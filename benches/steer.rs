@@ -236,15 +236,21 @@ fn snapshot(engine: &Gputopo, n: usize) -> Snapshot {
             type_id: None,
             spread: false,
         }),
-        shared: false,
+        shares: Vec::new(),
         min_nodes: 1,
         required: Vec::new(),
         whole_node: false,
         preemption: false,
         binding: false,
         reserved: false,
+        per_socket: false,
     };
-    Snapshot { job, nodes }
+    Snapshot {
+        job,
+        nodes,
+        sharing: Vec::new(),
+        restricted: Vec::new(),
+    }
 }
 
 /// Fails the first offer, then selects the lowest free pair on the lowest offered node.

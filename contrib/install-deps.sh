@@ -18,6 +18,8 @@ pkgs=(
   libjson-c-dev
   # Building the plugin (bindgen needs libclang) and Slurm 24.11.5 (contrib/slurm-install.sh).
   clang libclang-dev libmunge-dev libmariadb-dev build-essential dpkg-dev curl
+  # libFuzzer prebuilt for contrib/fuzz.sh (clang-14's; spares compiling it in every CI run).
+  libfuzzer-14-dev
   # Tools the scripts use.
   procps psmisc util-linux iproute2
   # The packages (contrib/package.sh, contrib/test-package.sh): rpmbuild, rpm, rpm2archive;

@@ -24,7 +24,10 @@ release_plugin_dir() { local d; d=$(release_field "$1" 4); echo "${d:-$(release_
 
 # Running and not a zombie (PID 1 here may not reap orphans, so kill -0 is not enough).
 alive() { [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ] && ! awk '{ exit !($3 == "Z") }' "/proc/$1/stat" 2>/dev/null; }
-pidfile_pid() { [ -s "$1" ] && tr -dc 0-9 < "$1" || true; }
+# The first line's number only: 24.11's slurmctld rewrites its pid file after a reconfigure
+# without truncating it (update_pidfile: rewind, fprintf), so a shorter new pid leaves the old
+# one's tail on a second line ("678\n5\n" over "12345\n"), and all digits would read 6785.
+pidfile_pid() { [ -s "$1" ] && head -n 1 "$1" | tr -dc 0-9 || true; }
 # daemon_pid FILE MARK: the pid in FILE, only while that process is alive and its command line
 # or environment holds MARK (the cluster's own directory). A pid file outlives its daemon after a
 # SIGKILL, and with pid_max at 32768 its number soon belongs to another process: a job of

@@ -14,13 +14,14 @@
 #   /usr/lib/<multiarch>/gputopo/plugins/                       the PluginDir, filled at install
 #   /usr/bin/gputopo                                the node agent and config generators
 #   /usr/libexec/gputopo/healthcheck                slurmd's HealthCheckProgram (contrib/healthcheck.sh)
+#   /lib/systemd/system/gputopo-agent.service       the agent as a service (`gputopo serve`), enabled on install
 #   /usr/share/gputopo/{maint.sh,install-plugin.sh,layout}   what the maintainer scripts run
 #   /etc/slurm/gputopo.conf, /etc/default/gputopo   conffiles: every key commented with its default
 #   /usr/share/doc/gputopo/                         README, docs, example gputopo.conf, changelog, NEWS.Debian
 # RPM (--rpm): gputopo-<version>-<N>.slurm<release>.<arch>.rpm, built by rpmbuild from
 #   contrib/rpm/gputopo.spec in this checkout (--build-in-place: the cargo builds already made
 #   here are reused); the same files in the RPM places (%{_libdir}/gputopo, %{_bindir},
-#   %{_libexecdir}/gputopo, %{_datadir}/gputopo, /etc/slurm, /etc/sysconfig/gputopo).
+#   %{_libexecdir}/gputopo, %{_datadir}/gputopo, %{_unitdir}, /etc/slurm, /etc/sysconfig/gputopo).
 #
 # Nothing of the build host's Slurm installation goes into the package: at install time
 # contrib/pkg-maint.sh finds the host's stock plugin directory (docs/deployment.md) and builds
@@ -132,6 +133,8 @@ strip --strip-unneeded --remove-section=.comment --remove-section=.note "$stage$
 # the plugin has libslurmfull.so loaded already, and the loader matches it by its soname.
 chrpath -d "$stage$libdir/select_gputopo_cons_tres.so" >/dev/null
 install -m 0755 "$here/healthcheck.sh" "$stage/usr/libexec/gputopo/healthcheck"
+# Where dh_installsystemd puts units on Debian 12 (the maintainer scripts carry its snippets).
+install -D -m 0644 "$here/systemd/gputopo-agent.service" "$stage/lib/systemd/system/gputopo-agent.service"
 install -m 0755 "$here/install-plugin.sh" "$stage/usr/share/gputopo/install-plugin.sh"
 install -m 0755 "$here/pkg-maint.sh" "$stage/usr/share/gputopo/maint.sh"
 cat > "$stage/usr/share/gputopo/layout" <<EOL

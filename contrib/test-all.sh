@@ -16,6 +16,10 @@
 #   benches     the core's criterion benchmarks, quick form (numbers only, no assertions)
 #   bench-metrics  benches/metrics.rs, quick form (a 1,000-node scrape next to gputopo nodes)
 #   per release R in 22.05.8 24.11.5:
+#     plugin-panic-R  contrib/build-plugin.sh R --features test-panic, copied to
+#               $CARGO_TARGET_DIR/test-all/libgputopo-test-panic-R.so (GPUTOPO_PANIC_SO: the e2e
+#               test of a caught panic; built first, so the plugin build after it recompiles
+#               only the gputopo crate)
 #     plugin-R  contrib/build-plugin.sh R (the select/gputopo .so for R)
 #     abi-R     the root package's tests (tests/main.rs) with GPUTOPO_PLUGIN_SO, SLURM_SRC_DIR
 #     plugin-unit-R  the plugin library's unit tests (real libslurmfull and stock cons_tres)
@@ -150,13 +154,16 @@ root_tests() {
 
 for r in $releases; do
   src=$("$repo/slurm-headers/fetch-slurm.sh" "$r") || continue
+  panic_so=$logdir/libgputopo-test-panic-$r.so
+  rm -f "$panic_so"
+  phase "plugin-panic-$r" bash -c "set -o pipefail; cp \"\$('$here/build-plugin.sh' '$r' --features test-panic | tail -n 1)\" '$panic_so'"
   so_out=$logdir/plugin-$r.path
   if phase "plugin-$r" bash -c "set -o pipefail; '$here/build-plugin.sh' '$r' | tee '$so_out'"; then
     so=$(tail -n 1 "$so_out")
   else
     continue
   fi
-  export SLURM_SRC_DIR=$src GPUTOPO_PLUGIN_SO=$so GPUTOPO_SLURM_RELEASE=$r
+  export SLURM_SRC_DIR=$src GPUTOPO_PLUGIN_SO=$so GPUTOPO_SLURM_RELEASE=$r GPUTOPO_PANIC_SO=$panic_so
   phase "abi-$r" root_tests
   phase "plugin-unit-$r" cargo test -p gputopo --lib
   # The e2e suite under cargo-nextest, $shards clusters at once (.config/nextest.toml).
@@ -167,7 +174,7 @@ for r in $releases; do
   BENCH_DIR=/tmp/gputopo-perf-gate-$r phase "perf-gate-$r" "$here/bench-select.sh" \
     --release "$r" --callgrind --nodes 128 --gate 2
   phase "package-$r" "$here/test-package.sh" "$r"
-  unset SLURM_SRC_DIR GPUTOPO_PLUGIN_SO GPUTOPO_SLURM_RELEASE
+  unset SLURM_SRC_DIR GPUTOPO_PLUGIN_SO GPUTOPO_SLURM_RELEASE GPUTOPO_PANIC_SO
 done
 
 # Every other cached release: a short smoke under a time budget; its lines join the summary.

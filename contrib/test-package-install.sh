@@ -12,15 +12,21 @@
 #    rpm -i --nodeps after the administrator wrote /etc/sysconfig/gputopo (GPUTOPO_STOCK_DIR,
 #    SLURM_CONF). Checks the files and the plugin directory postinst/%post built, then the
 #    refresh a Slurm package change triggers
+#    The agent's systemd unit: installed, accepted by systemd-analyze verify, enabled the way
+#    each family does it (deb: on install, deb-systemd-helper; rpm: presets, here a RHEL host's
+#    "disable *"); its command line with the package's settings file stands down without
+#    slurm.conf and beside a gputopo HealthCheckProgram, and publishes the node's GPU health
+#    (one check, fake NVML)
 # 3. slurm.conf switched to the package's PluginDir and select/gputopo_cons_tres: a 2-GPU job
 #    gets an NVLink-2 pair; slurmctld mapped the installed .so and the host's stock cons_tres
 # 4. while slurmctld runs with a job: upgrade to PKG_REVISION_2 (the daemon keeps running and
 #    scheduling, the job keeps running, the package says a restart loads it, a restart does),
-#    downgrade to PKG, reinstall PKG
+#    downgrade to PKG, reinstall PKG; the service's state an administrator chose is kept
 # 5. removal while slurm.conf still selects gputopo from that PluginDir: refused, nothing changed
 # 6. deb: SelectType switched back but PluginDir not yet: removal keeps the directory as links to
 #    the stock plugins, the restarted daemons run a GPU job from it; purge. rpm: slurm.conf
-#    switched back entirely: rpm -e removes everything
+#    switched back entirely: rpm -e removes everything (and disables the service); purge
+#    removes the service's links
 # Prints one line per check and "KIND RELEASE: N passed, N failed"; exits non-zero on a failure.
 set -uo pipefail
 
@@ -52,6 +58,8 @@ case $kind in
     pdir=/usr/lib/$multiarch/gputopo/plugins
     # man-db's trigger rebuilds its index on every dpkg run (10 s here); the scratch host needs none.
     rm -f /var/lib/man-db/auto-update
+    # A scratch host starts no service: deb-systemd-invoke asks policy-rc.d (as in a chroot).
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 0755 /usr/sbin/policy-rc.d
     # An administrator's shell with the cluster's SLURM_CONF (dpkg passes it to the scripts).
     pkg() { SLURM_CONF=$conf "$@"; }
     pkg_install() { pkg dpkg -i "$1"; }
@@ -62,7 +70,8 @@ case $kind in
     pkg_version() { dpkg-query -W -f '${Version}' gputopo 2>/dev/null; }
     file_version() { dpkg-deb -f "$1" Version; }
     # (a refused dpkg -r leaves the selection "deinstall" and the package installed)
-    installed() { [ "$(dpkg-query -W -f '${db:Status-Status}' gputopo 2>/dev/null)" = installed ]; } ;;
+    installed() { [ "$(dpkg-query -W -f '${db:Status-Status}' gputopo 2>/dev/null)" = installed ]; }
+    unit=/lib/systemd/system/gputopo-agent.service settings=/etc/default/gputopo ;;
   rpm)
     pdir=$(rpm -qp --qf '[%{FILENAMES}\n]' "$pkg1" | grep '/gputopo/plugins$')
     # rpm's own database in the scratch host; no dependency check (no Slurm RPM here).
@@ -77,7 +86,8 @@ case $kind in
     pkg_remove() { r -e --nodeps gputopo; }
     pkg_version() { r -q --qf '%{VERSION}-%{RELEASE}' gputopo 2>/dev/null; }
     file_version() { rpm -qp --qf '%{VERSION}-%{RELEASE}' "$1"; }
-    installed() { r -q gputopo; } ;;
+    installed() { r -q gputopo; }
+    unit=/usr/lib/systemd/system/gputopo-agent.service settings=/etc/sysconfig/gputopo ;;
   *) echo "test-package-install.sh: kind must be deb or rpm" >&2; exit 2 ;;
 esac
 so=$pdir/select_gputopo_cons_tres.so
@@ -101,6 +111,34 @@ submit_gpu_job() {
 }
 running() { [ "$(squeue -h -j "$1" -o %T 2>/dev/null)" = RUNNING ]; }
 set_conf() { sed -i "s|^$1=.*|$1=$2|" "$conf"; }
+unit_state() { systemctl is-enabled gputopo-agent.service 2>/dev/null; }
+enabled() { [ "$(unit_state)" = "${1:-enabled}" ]; }
+# settings KEY=VALUE...: the administrator's lines in the package's settings file (replaced).
+settings() {
+  local kv
+  for kv in "$@"; do
+    sed -i "/^${kv%%=*}=/d" "$settings"
+    echo "$kv" >> "$settings"
+  done
+}
+# service_check: what systemd runs for the agent's unit (its ExecStart with its Environment= and
+# EnvironmentFile=), one check with a 1-second interval, the node's GPUs from the fake NVML.
+service_check() {
+  local cmd envfile
+  cmd=$(sed -n 's/^ExecStart=//p' "$unit" | sed 's/--interval [0-9]*/--interval 1/')
+  envfile=$(sed -n 's/^EnvironmentFile=-//p' "$unit")
+  (
+    set -a
+    eval "$(sed -n 's/^Environment=//p' "$unit")"
+    # shellcheck disable=SC1090
+    [ ! -r "$envfile" ] || . "$envfile"
+    set +a
+    # shellcheck disable=SC2086
+    GPUTOPO_NVML_LIB=$FAKE_NVML_LIB FAKE_NVML_FIXTURE=$here/../tests/fixtures/nvml/dgx1v-healthy.fx \
+      timeout 60 $cmd --checks 1
+  )
+}
+ok_gpus() { /usr/bin/gputopo nodes n1 2>/dev/null | grep -Ec '^n1 +[0-7] +ok '; }
 # none_left PATH...: true when none exists; names the ones left on fd 9 (check drops the
 # command's own output, so a failure would not say which).
 exec 9>&2
@@ -138,6 +176,10 @@ if [ "$kind" = rpm ]; then
   # keeps them and puts the package's file next to them.
   mkdir -p /etc/sysconfig
   printf 'GPUTOPO_STOCK_DIR=%s\nSLURM_CONF=%s\n' "$stock" "$conf" > /etc/sysconfig/gputopo
+  # A RHEL host's presets (its systemd ships 99-default-disable.preset): units not listed stay
+  # disabled. (Debian's presets enable every unit; the deb must not rely on them.)
+  mkdir -p /usr/lib/systemd/system-preset
+  echo 'disable *' > /usr/lib/systemd/system-preset/99-default-disable.preset
 fi
 out=$(pkg_install "$pkg1" 2>&1); rc=$?
 echo "$out" | grep 'gputopo:' | sed "s/^/  [install] /"
@@ -161,6 +203,34 @@ if [ "$kind" = rpm ]; then
 else
   check "dpkg verifies the installed files" dpkg --verify gputopo
 fi
+check "the agent's service is installed ($unit)" test -f "$unit"
+check "systemd accepts it (systemd-analyze verify)" systemd-analyze verify "$unit"
+if [ "$kind" = deb ]; then
+  check "the package enabled the service (Debian's convention)" enabled
+else
+  check "the package enabled no service (the host's presets)" enabled disabled
+fi
+# Not configured for it: the service says why, exits 0 (systemd leaves it stopped), publishes
+# nothing.
+settings SLURMD_NODENAME=n1 "SLURM_CONF=$dir/none/slurm.conf"
+out=$(service_check 2>&1); rc=$?
+echo "$out" | grep 'serve' | sed "s/^/  [service] /"
+check "the service stands down on a host without slurm.conf" test "$rc" = 0 -a "$(ok_gpus)" = 0
+check "and says where it looked" grep -q "not running: no slurm.conf at $dir/none/slurm.conf" <<<"$out"
+mkdir -p "$dir/hc"
+{ cat "$conf"; echo "HealthCheckProgram=/usr/libexec/gputopo/healthcheck"; } > "$dir/hc/slurm.conf"
+settings "SLURM_CONF=$dir/hc/slurm.conf"
+out=$(service_check 2>&1); rc=$?
+echo "$out" | grep 'serve' | sed "s/^/  [service] /"
+check "and beside a HealthCheckProgram that runs gputopo" test "$rc" = 0 -a "$(ok_gpus)" = 0 -a -n "$(grep 'not running: .*HealthCheckProgram=' <<<"$out")"
+# The administrator names the node and slurm.conf in the package's settings file.
+settings "SLURM_CONF=$conf"
+out=$(service_check 2>&1); rc=$?
+echo "$out" | grep 'serve' | sed "s/^/  [service] /"
+check "the service's command publishes the node's GPU health (one check)" test "$rc" = 0 -a "$(ok_gpus)" = 8
+# (The unit's StateDirectory= is the agent's default StateDir; this cluster's gputopo.conf
+# names one of its own, cluster.sh.)
+check "it keeps its state where gputopo.conf's StateDir says" test -f "$dir/agent-state/xid-n1.json"
 # What a Slurm package update triggers (deb: dpkg trigger; rpm: %transfiletriggerin runs the
 # same maint.sh refresh): a missing link comes back, a select_gputopo.so of gputopo < 0.2 goes.
 rm -f "$pdir/sched_backfill.so"
@@ -203,6 +273,9 @@ check "slurmctld mapped the installed select_gputopo_cons_tres.so" maps "$ctld" 
 check "and the host's stock select_cons_tres.so" maps "$ctld" "$stock/select_cons_tres.so"
 
 # --- 4. upgrade, downgrade, reinstall while slurmctld runs ---------------------------------
+# The administrator turns the package's choice around (deb: disable, rpm: enable).
+if [ "$kind" = deb ]; then want=disabled; else want=enabled; fi
+check "the administrator ${want%d}s the agent's service" systemctl "${want%d}" gputopo-agent.service
 ino=$(stat -c %i "$so")
 out=$(pkg_upgrade "$pkg2" 2>&1); rc=$?
 echo "$out" | grep 'gputopo:' | sed "s/^/  [upgrade] /"
@@ -229,6 +302,7 @@ check "slurmctld kept running" ctld_alive
 check "the plugin directory is complete" test -f "$so" -a -L "$pdir/sched_backfill.so" -a -L "$pdir/priority_gputopo.so"
 "$here/cluster.sh" restart --dir "$dir" slurmctld >/dev/null 2>&1
 check "slurmctld restarts on the reinstalled plugin" ctld_alive
+check "the service stayed $want through upgrade, downgrade and reinstall" enabled "$want"
 
 # --- 5. removal while slurm.conf uses it ----------------------------------------------------
 out=$(pkg_remove 2>&1); rc=$?
@@ -237,6 +311,7 @@ check "removal is refused while slurm.conf selects gputopo from $pdir" test "$rc
 check "it says why and what to change" grep -q "not removed: $conf still has PluginDir=$pdir" <<<"$out"
 check "the package is still installed" installed
 check "the plugin directory is untouched" test -f "$so" -a -L "$pdir/sched_backfill.so"
+check "the agent's service is still $want" enabled "$want"
 check "slurmctld runs on" ctld_alive
 
 # --- 6. switching back, removal ------------------------------------------------------------
@@ -258,7 +333,8 @@ if [ "$kind" = deb ]; then
   out=$(pkg dpkg --purge gputopo 2>&1); rc=$?
   check "purge succeeds" test "$rc" = 0
   check "purge reminds that the directory was kept" grep -q "was kept for a slurm.conf" <<<"$out"
-  check "no file of the package is left" none_left /usr/bin/gputopo /usr/share/gputopo /usr/share/doc/gputopo /etc/slurm/gputopo.conf /etc/default/gputopo /var/lib/gputopo
+  check "no file of the package is left" none_left /usr/bin/gputopo /usr/share/gputopo /usr/share/doc/gputopo /etc/slurm/gputopo.conf /etc/default/gputopo /var/lib/gputopo "$unit"
+  check "purge removed the service's links and mask" test ! -e /etc/systemd/system/multi-user.target.wants/gputopo-agent.service -a ! -e /etc/systemd/system/gputopo-agent.service
 else
   # slurm.conf back to the stock plugin and PluginDir, daemons restarted, then rpm -e.
   check "the daemons restart with Slurm's own PluginDir and cons_tres" switch_to "$stock" select/cons_tres
@@ -266,7 +342,11 @@ else
   echo "$out" | grep 'gputopo:' | sed "s/^/  [remove] /"
   check "rpm -e succeeds once slurm.conf no longer uses gputopo" test "$rc" = 0
   check "the plugin directory is gone" test ! -e "$pdir"
-  check "no file of the package is left" none_left /usr/bin/gputopo /usr/share/gputopo "$(dirname "$pdir")" /var/lib/gputopo /usr/libexec/gputopo
+  check "no file of the package is left" none_left /usr/bin/gputopo /usr/share/gputopo "$(dirname "$pdir")" /var/lib/gputopo/stock-dir /usr/libexec/gputopo "$unit"
+  # rpm has no purge: the agent's own state (remembered XIDs, history) stays, as a database's
+  # data does; nothing else of the package's is in /var/lib/gputopo.
+  check "only the agent's state stays in /var/lib/gputopo" test -z "$(find /var/lib/gputopo -mindepth 1 ! -name 'xid-*.json' 2>/dev/null)"
+  check "rpm -e disabled the service" test ! -e /etc/systemd/system/multi-user.target.wants/gputopo-agent.service
   job3=$(submit_gpu_job)
   check "the stock cluster runs a GPU job" test -n "$job3"
 fi

@@ -9,6 +9,7 @@
 # 2. inspects them without installing: the control file (dpkg-deb -f, its Depends and
 #    Slurm-Release), the file lists (dpkg-deb -c, rpm -qlp), the RPM's dependencies, scriptlets,
 #    file triggers and %config(noreplace) files (rpm -qp --requires --scripts --filetriggers),
+#    the agent's systemd unit and the scripts that manage it (deb: enabled on install; rpm: presets),
 #    that no installed file names the build host's Slurm prefix and the plugin has no RUNPATH,
 #    and lintian (errors and warnings fail; "skipped" when lintian is not installed)
 # 3. installs and uses each in its own scratch host (contrib/pkg-sandbox.sh: this host behind a
@@ -79,7 +80,20 @@ for k in $kinds; do
       for f in usr/bin/gputopo usr/libexec/gputopo/healthcheck usr/share/gputopo/maint.sh etc/slurm/gputopo.conf etc/default/gputopo usr/share/doc/gputopo/examples/gputopo.conf; do
         check "deb: ships /$f" grep -q " \./$f\$" <<<"$list"
       done
+      check "deb: ships the agent's service /lib/systemd/system/gputopo-agent.service" grep -q ' \./lib/systemd/system/gputopo-agent\.service$' <<<"$list"
       dpkg-deb -R "$p" "$x"
+      unit=$x/lib/systemd/system/gputopo-agent.service
+      check "deb: the service runs the packaged agent (gputopo serve)" grep -qx 'ExecStart=/usr/bin/gputopo serve .*' "$unit"
+      check "deb: its StateDirectory is the agent's default StateDir (/var/lib/gputopo)" grep -qx 'StateDirectory=gputopo' "$unit"
+      check "deb: the service reads /etc/default/gputopo" grep -qx 'EnvironmentFile=-/etc/default/gputopo' "$unit"
+      # dh_installsystemd's defaults: enabled on first install, an administrator's disable kept
+      # (was-enabled), started through deb-systemd-invoke (which honours policy-rc.d and a
+      # disabled unit), restarted on upgrade; stop on remove, mask on remove, purge of links.
+      check "deb: postinst enables the service the Debian way (deb-systemd-helper was-enabled, enable)" \
+        bash -c "grep -q 'deb-systemd-helper --quiet was-enabled gputopo-agent.service' '$x/DEBIAN/postinst' && grep -q 'deb-systemd-helper enable gputopo-agent.service' '$x/DEBIAN/postinst' && ! grep -Eq 'systemctl (--[a-z-]+ )*(enable|start|preset)' '$x/DEBIAN/postinst'"
+      check "deb: postinst starts it on install, restarts it on upgrade (deb-systemd-invoke)" grep -q 'deb-systemd-invoke $action gputopo-agent.service' "$x/DEBIAN/postinst"
+      check "deb: prerm stops the service on remove" grep -q 'deb-systemd-invoke stop gputopo-agent.service' "$x/DEBIAN/prerm"
+      check "deb: postrm masks on remove and purges its links" bash -c "grep -q 'deb-systemd-helper mask gputopo-agent.service' '$x/DEBIAN/postrm' && grep -q 'deb-systemd-helper purge gputopo-agent.service' '$x/DEBIAN/postrm'"
       check "deb: the plugin has no RUNPATH (to the build host's libslurmfull.so)" no_runpath "$x"/usr/lib/*/gputopo/select_gputopo_cons_tres.so
       check "deb: conffiles: gputopo.conf and /etc/default/gputopo" test "$(sort "$x/DEBIAN/conffiles" | tr '\n' ' ')" = "/etc/default/gputopo /etc/slurm/gputopo.conf "
       check "deb: triggers on the Slurm packages' plugin directories" grep -q '^interest-noawait /usr/lib/.*/slurm-wlm$' "$x/DEBIAN/triggers"
@@ -108,7 +122,20 @@ for k in $kinds; do
       check "rpm: %post configures (maint.sh, as the Debian postinst)" grep -q 'maint.sh configure' <<<"$scripts"
       check "rpm: %preun removes on erase only" grep -q 'maint.sh remove --final' <<<"$scripts"
       check "rpm: a file trigger on %{_libdir}/slurm refreshes" grep -q 'transfiletriggerin.* -- /usr/lib64/slurm' <<<"$scripts"
+      check "rpm: ships the agent's service /usr/lib/systemd/system/gputopo-agent.service" grep -qx /usr/lib/systemd/system/gputopo-agent.service <<<"$list"
+      # systemd's macros (or the spec's copies of RHEL 8's): preset on install, disable on
+      # erase, try-restart on upgrade; each after gputopo's own step.
+      sect() { awk -v s="$1" '/^[a-z]+ scriptlet/ { on = ($1 == s) } on' <<<"$scripts"; }
+      check "rpm: %post presets the service (enabled only where the site's presets say so)" grep -q 'preset.*gputopo-agent.service' <<<"$(sect postinstall)"
+      pre=$(sect preuninstall)
+      check "rpm: %preun stops at a refused removal (the service keeps running)" grep -qF 'maint.sh remove --final || exit 1' <<<"$pre"
+      check "rpm: %preun disables the service on erase" grep -q 'disable.*gputopo-agent.service' <<<"$pre"
+      check "rpm: %postun restarts a running service on upgrade" grep -q 'try-restart.*gputopo-agent.service' <<<"$(sect postuninstall)"
       rpm2archive - < "$p" | tar -xzf - -C "$x"
+      unit=$x/usr/lib/systemd/system/gputopo-agent.service
+      check "rpm: the service runs the packaged agent (gputopo serve)" grep -qx 'ExecStart=/usr/bin/gputopo serve .*' "$unit"
+      check "rpm: its StateDirectory is the agent's default StateDir (/var/lib/gputopo)" grep -qx 'StateDirectory=gputopo' "$unit"
+      check "rpm: the service reads /etc/sysconfig/gputopo" grep -qx 'EnvironmentFile=-/etc/sysconfig/gputopo' "$unit"
       check "rpm: the plugin has no RUNPATH (to the build host's libslurmfull.so)" no_runpath "$x/usr/lib64/gputopo/select_gputopo_cons_tres.so"
       check "rpm: nothing in it names the build's Slurm prefix (docs aside)" bash -c "! grep -rlIF '$cache/slurm-' '$x' --exclude-dir=doc" ;;
   esac
@@ -116,6 +143,13 @@ for k in $kinds; do
 done
 
 # --- 3. install and use, each kind in its own scratch host ---------------------------------
+# The agent's service checks the node's GPUs through the project's fake NVML.
+if [ -z "${FAKE_NVML_LIB:-}" ]; then
+  repo=$(cd "$here/.." && pwd)
+  (cd "$repo" && PATH=$HOME/.cargo/bin:$PATH cargo build -q -p fake-nvml) || { check "the fake NVML builds" false; finish; }
+  FAKE_NVML_LIB=$(realpath -m "${CARGO_TARGET_DIR:-$repo/target}")/debug/libfake_nvml.so
+fi
+export FAKE_NVML_LIB
 for k in $kinds; do
   sandbox=("$here/pkg-sandbox.sh")
   other=()

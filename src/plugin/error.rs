@@ -43,6 +43,10 @@ pub enum PluginError {
         /// Our `SLURM_VERSION_NUMBER`.
         expected: u32,
     },
+    /// Slurm's site-factor interface (`PrioritySiteFactorPlugin`) did not initialise
+    /// (multifactor fatals then too).
+    #[error("failed to initialize the site_factor plugin (PrioritySiteFactorPlugin)")]
+    SiteFactor,
     /// An entry point ran before `init()` loaded the stock plugin.
     #[error("the stock plugin is not loaded (init() did not run or failed)")]
     NotStarted,

@@ -2,23 +2,34 @@
 //!
 //! [`entry`] runs an entry point's body under `catch_unwind` (since Rust 1.81 a panic escaping
 //! an `extern "C"` fn aborts the process, i.e. slurmctld), logs an `Err` with its whole cause
-//! chain and a panic with its message, and maps both to the entry point's failure value. After a
-//! panic it sets [`is_degraded`]: from then on hooks are skipped and every call is forwarded
-//! unchanged, so the cluster keeps plain `select/cons_tres` behaviour. This is also the only
-//! place where a Rust error becomes a Slurm return code.
+//! chain and a panic with its message and count (every occurrence, at error level), and maps
+//! both to the entry point's failure value. A panic in a `select_p_*` entry point sets
+//! [`is_degraded`]: from then on the select hooks are skipped and calls are forwarded, except
+//! `select_p_job_test`, which still withholds the nodes whose GPUs are published faulty now
+//! (`steer::degraded`), and `select_p_reconfigure`. A panic in another role (priority) leaves
+//! the select role as it is. This is also the only place where a Rust error becomes a Slurm
+//! return code.
 
 use std::any::Any;
 use std::error::Error;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::plugin::PluginError;
 
 static DEGRADED: AtomicBool = AtomicBool::new(false);
+/// Panics caught in this process, every entry point together.
+static PANICS: AtomicU64 = AtomicU64::new(0);
 
-/// True after any hook panicked in this process: gputopo then only forwards to the stock plugin.
+/// True after a select entry point panicked in this process: the select role then forwards
+/// to the stock plugin (see the module docs for what still runs).
 pub fn is_degraded() -> bool {
     DEGRADED.load(Ordering::Relaxed)
+}
+
+/// How many panics were caught in this process.
+pub fn panics() -> u64 {
+    PANICS.load(Ordering::Relaxed)
 }
 
 /// Runs `body` for the exported function `symbol`, returning `failure` on error or panic.
@@ -34,13 +45,18 @@ pub fn entry<R>(
             failure
         }
         Err(payload) => {
-            DEGRADED.store(true, Ordering::Relaxed);
+            let n = PANICS.fetch_add(1, Ordering::Relaxed) + 1;
+            let select = symbol.starts_with("select_p_");
+            if select {
+                DEGRADED.store(true, Ordering::Relaxed);
+            }
             let msg = panic_message(payload.as_ref());
-            report(|| {
-                log::error!(
-                    "{symbol}: internal error (panic: {msg}); gputopo now forwards every call to select/cons_tres unchanged"
-                );
-            });
+            let then = if select {
+                "select/gputopo forwards to select/cons_tres from now on and withholds the nodes with a GPU published faulty"
+            } else {
+                "the call failed"
+            };
+            report(|| log::error!("{symbol}: internal error #{n} (panic: {msg}); {then}"));
             failure
         }
     }
@@ -87,12 +103,23 @@ mod tests {
         assert_eq!(cause_chain(&err), "stock init: Slurm returned rc=-1");
         assert_eq!(entry("t_err", -1, || Err(err)), -1);
         assert!(!is_degraded());
+        // Issue 25 item 3: a panic in another role's entry point is counted, and the select
+        // role is not degraded by it.
         assert_eq!(
-            entry("t_panic", -1, || -> Result<i32, PluginError> {
+            entry("priority_p_set", 1, || -> Result<u32, PluginError> {
+                panic!("boom")
+            }),
+            1
+        );
+        assert_eq!(panics(), 1);
+        assert!(!is_degraded(), "a priority panic leaves select as it is");
+        assert_eq!(
+            entry("select_p_job_test", -1, || -> Result<i32, PluginError> {
                 panic!("boom")
             }),
             -1
         );
+        assert_eq!(panics(), 2);
         assert!(is_degraded());
         after_a_panic_job_test_withholds_known_faulty_nodes();
     }
@@ -128,7 +155,7 @@ mod tests {
         for mode in [CallMode::RunNow, CallMode::WillRun] {
             // SAFETY: raw is live for this call.
             let arg = unsafe { EntryPtr::new(raw) };
-            assert_eq!(degraded::job_test(&st, forward, arg, mode), 0);
+            assert_eq!(degraded::job_test(&st, forward, None, arg, mode), 0);
             assert_eq!(*offered.borrow(), [0, 1, 2, 4, 5, 6, 7], "node 3 withheld");
         }
         assert_eq!(st.stats.degraded_calls.load(Ordering::Relaxed), 2);
@@ -139,7 +166,7 @@ mod tests {
         raw_mut.set(NodeIndex(3)).unwrap();
         // SAFETY: as above.
         let arg = unsafe { EntryPtr::new(raw) };
-        degraded::job_test(&st, forward, arg, CallMode::TestOnly);
+        degraded::job_test(&st, forward, None, arg, CallMode::TestOnly);
         assert_eq!(offered.borrow().len(), 8);
         assert_eq!(st.stats.degraded_calls.load(Ordering::Relaxed), 2);
         let mut raw = raw;

@@ -62,6 +62,10 @@ pub fn init(roles: &[&dyn Role]) -> Result<(), PluginError> {
         }
     } else {
         slurm::log::sync_level();
+        log::debug!(
+            "init #{}: the plugin is loaded under another role",
+            *refs + 1
+        );
         for role in roles {
             role.reacquire()?;
         }

@@ -13,6 +13,8 @@
 //! plugin does not load, so `init` must stay trivial there). The math is
 //! [`gputopo_core::priority`]; [`state`] holds config and ledger; [`recalc`] is the loop.
 
+pub mod dbd;
+pub mod ended;
 pub mod recalc;
 pub mod state;
 
@@ -39,6 +41,23 @@ pub static ROLE: PriorityRole = PriorityRole;
 
 /// Whether the role's work (ledger, loop) is running in this process.
 static RUNNING: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process has seen its first `init` (see [`defer_loop`]).
+static FIRST_INIT_SEEN: AtomicBool = AtomicBool::new(false);
+
+/// The loop waits for the priority plugin's own `init` ([`defer_loop`]).
+static LOOP_DEFERRED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the loop of 22.05/23.11 (started from `init`) must wait for the next `init`: with
+/// slurmdbd, when this first `init` is `select_g_init`'s (SelectType is ours too). slurmctld
+/// initialises the select plugin before it reads associations and jobs (22.05.8
+/// controller.c:508) and the priority plugin after (:733); the loop's start takes the
+/// run-seconds of the running jobs just loaded down to the last pass, as multifactor's thread
+/// does when its `init` creates it.
+fn defer_loop(with_dbd: bool) -> bool {
+    let first = !FIRST_INIT_SEEN.swap(true, Ordering::SeqCst);
+    first && with_dbd && prio::select_type_is_gputopo()
+}
 
 /// See the module docs.
 #[derive(Debug)]
@@ -72,7 +91,13 @@ impl Role for PriorityRole {
         // (recalc::ensure_ledger), not here: a backup initialises its plugins in standby.
         *STATE.ext.lock().unwrap_or_else(PoisonError::into_inner) = None;
         STATE.reload();
-        if !with_dbd {
+        if !prio::site_factor::init() {
+            RUNNING.store(false, Ordering::SeqCst);
+            return Err(PluginError::SiteFactor);
+        }
+        if with_dbd {
+            dbd::load_clock();
+        } else {
             log::info!(
                 "no slurmdbd: age counts from eligible time and fair share from gputopo's usage ledger"
             );
@@ -80,21 +105,32 @@ impl Role for PriorityRole {
         if THREAD_FROM_INIT {
             // No priority_p_thread_start: multifactor starts its thread in init and seeds the
             // factors for sprio right away.
-            recalc::start_thread();
+            if defer_loop(with_dbd) {
+                LOOP_DEFERRED.store(true, Ordering::SeqCst);
+            } else {
+                recalc::start_thread();
+            }
         }
         Ok(())
     }
 
-    /// Stops the loop, then one last pass charges running jobs up to now and writes the
-    /// ledger, so an orderly stop loses no usage. Idempotent.
+    /// Stops the loop. Without slurmdbd one last pass then charges running jobs up to now and
+    /// writes the ledger, so an orderly stop loses no usage; with slurmdbd nothing is charged
+    /// (as with multifactor: the next start charges running jobs from the last pass, and
+    /// association usage is saved by slurmctld). Idempotent.
     fn stop(&self) {
         if !RUNNING.swap(false, Ordering::SeqCst) {
             return;
         }
         recalc::stop_thread();
-        let _ = recalc::pass(false);
-        *STATE.ext.lock().unwrap_or_else(PoisonError::into_inner) = None;
-        log::info!("priority role stopped; usage ledger saved");
+        if STATE.with_dbd() {
+            log::info!("priority role stopped");
+        } else {
+            let _ = recalc::pass(false);
+            *STATE.ext.lock().unwrap_or_else(PoisonError::into_inner) = None;
+            log::info!("priority role stopped; usage ledger saved");
+        }
+        prio::site_factor::fini();
     }
 
     /// `priority_g_fini` is the only end production slurmctld signals (it never calls the
@@ -105,9 +141,15 @@ impl Role for PriorityRole {
         }
     }
 
-    /// 24.11 initialises the priority plugin again after a failed re-exec reconfigure.
+    /// 24.11 initialises the priority plugin again after a failed re-exec reconfigure; on 22.05
+    /// this is the priority plugin's own `init` when SelectType is ours too (see
+    /// [`defer_loop`]).
     fn reacquire(&self) -> Result<(), PluginError> {
-        self.start()
+        self.start()?;
+        if LOOP_DEFERRED.swap(false, Ordering::SeqCst) {
+            recalc::start_thread();
+        }
+        Ok(())
     }
 }
 
@@ -115,6 +157,8 @@ impl Role for PriorityRole {
 fn set(_last_prio: u32, job: Option<EntryPtr<'_, ffi::job_record_t>>) -> Result<u32, PluginError> {
     let Some(job) = job else { return Ok(1) };
     let mut job = JobRecord::from_entry(job);
+    // First, so a change of the site factor is in the sum (multifactor's order).
+    prio::site_factor::set(&mut job);
     let cfg = STATE.config();
     let ext = STATE.ext.lock().unwrap_or_else(PoisonError::into_inner);
     let ext = if STATE.with_dbd() { None } else { ext.as_ref() };
@@ -125,10 +169,15 @@ fn set(_last_prio: u32, job: Option<EntryPtr<'_, ffi::job_record_t>>) -> Result<
     Ok(p)
 }
 
-/// `priority_p_reconfig`: reread the weights.
-fn reconfig(_assoc_clear: bool) -> Result<(), PluginError> {
+/// `priority_p_reconfig`: reread the weights; with slurmdbd, what multifactor's reconfigure
+/// does to usage ([`dbd::reconfigured`]).
+fn reconfig(assoc_clear: bool) -> Result<(), PluginError> {
     if active() {
         STATE.reload();
+        if STATE.with_dbd() {
+            dbd::reconfigured(assoc_clear);
+        }
+        prio::site_factor::reconfig();
     }
     Ok(())
 }
@@ -143,21 +192,39 @@ fn set_assoc_usage(
     Ok(())
 }
 
-/// `priority_p_job_end`: with slurmdbd, charge the association for the job's last interval;
-/// then release unused GrpTRESRunMins like priority/basic (job write lock held by Slurm).
+/// `priority_p_job_end` (Slurm calls it with the job write lock held, only with enforced
+/// limits and a valid association): with slurmdbd, multifactor's charge of the job's end
+/// ([`dbd::job_end`]). Without slurmdbd Slurm never calls it (it clears the enforcement); the
+/// ledger charges ended jobs itself.
 fn job_end(job: Option<EntryPtr<'_, ffi::job_record_t>>) -> Result<(), PluginError> {
     let Some(job) = job else { return Ok(()) };
-    let mut job = JobRecord::from_entry(job);
-    let tres_cnt = prio::tres_count();
-    // Without slurmdbd the next pass charges the ledger from the job's own end time (Slurm
-    // calls this only with enforced limits and associations, so the pass cannot rely on it).
-    if STATE.with_dbd() {
-        recalc::charge_job_end(&job, now());
-    }
-    if prio::enforce_limits() {
-        job.release_tres_run_secs(tres_cnt);
+    if active() && STATE.with_dbd() {
+        dbd::job_end(&mut JobRecord::from_entry(job), now());
     }
     Ok(())
+}
+
+/// `select_p_job_fini` of the select role, for the usage ledger (without slurmdbd): notes the
+/// ending job before cons_tres releases its resources ([`ended`]), then forwards. The note
+/// can never keep the forward from happening (its panic is caught here). Slurm holds the job
+/// and node write locks; no other lock is taken.
+pub fn job_fini(
+    forward: impl FnOnce() -> std::ffi::c_int,
+    job: Option<EntryPtr<'_, ffi::job_record_t>>,
+) -> std::ffi::c_int {
+    if let Some(job) = job.filter(|_| RUNNING.load(Ordering::SeqCst) && !STATE.with_dbd()) {
+        let job = JobRecord::from_entry(job);
+        let noted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ended::note(&job, now());
+        }));
+        if noted.is_err() {
+            log::error!(
+                "job {}: noting its end for the usage ledger failed; the next pass charges it if its record is still there",
+                job.id()
+            );
+        }
+    }
+    forward()
 }
 
 /// `priority_p_recover` (23.02+): seed factors for sprio at startup; never boosts (multifactor

@@ -70,11 +70,24 @@ pub fn slurm_conf_path() -> Option<PathBuf> {
     string_field(raw).map(PathBuf::from)
 }
 
+/// slurm.conf's `SelectType` (`select/cons_tres`, `select/gputopo_cons_tres`), if set.
+pub fn select_type() -> Option<String> {
+    // SAFETY: one pointer field copied out of libslurmfull's initialised global.
+    let raw = unsafe { (*global()).select_type };
+    string_field(raw)
+}
+
 /// slurm.conf's `StateSaveLocation`, if set (where slurmctld keeps what survives restarts).
 pub fn state_save_location() -> Option<PathBuf> {
     // SAFETY: one pointer field copied out of libslurmfull's initialised global.
     let raw = unsafe { (*global()).state_save_location };
     string_field(raw).map(PathBuf::from)
+}
+
+/// `SlurmUser`'s uid: the owner of what slurmctld keeps in `StateSaveLocation`.
+pub fn slurm_user_id() -> u32 {
+    // SAFETY: a plain u32 read of libslurmfull's initialised global.
+    unsafe { (*global()).slurm_user_id }
 }
 
 /// `DEBUG_FLAG_SELECT_TYPE` and `DEBUG_FLAG_GRES` (slurm/slurm.h, bits 0 and 6 in 22.05 and

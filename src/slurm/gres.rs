@@ -27,7 +27,7 @@ mod lookup;
 mod reserved;
 mod shared;
 mod wide;
-pub use alloc::job_alloc_gpus;
+pub use alloc::{SharedAlloc, job_alloc_gpus, job_alloc_shared};
 pub use lookup::node_gres;
 pub use reserved::ResvGres;
 pub use shared::{SHARED, SharedRecord};
@@ -140,6 +140,11 @@ impl JobGres<'_> {
     /// `--gres=gpu:N` / `--gpus-per-node` count (0 when not used).
     pub fn per_node(&self) -> u64 {
         self.js().gres_per_node
+    }
+
+    /// `--gpus-per-socket` count (0 when not used).
+    pub fn per_socket(&self) -> u64 {
+        self.js().gres_per_socket
     }
 
     fn select_len(&self) -> usize {

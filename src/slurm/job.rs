@@ -45,6 +45,17 @@ impl<'call> JobView<'call> {
     pub fn id(&self) -> SlurmJobId {
         SlurmJobId(self.record().job_id)
     }
+
+    /// The job's name (`--job-name`), if set and UTF-8.
+    #[cfg(feature = "test-panic")]
+    pub fn name(&self) -> Option<&str> {
+        let raw = self.record().name;
+        if raw.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null NUL-terminated string owned by the job record (job lock held).
+        unsafe { std::ffi::CStr::from_ptr(raw) }.to_str().ok()
+    }
 }
 
 /// `job_details_t`; bindgen names the 22.05 struct by its tag.

@@ -47,6 +47,13 @@ impl<'a, T> ListRef<'a, T> {
         self.len() == 0
     }
 
+    /// Iterates the elements in list order as pointers: for callers that write elements
+    /// under the lock that guards them (no shared reference to an element is made).
+    pub fn iter_ptrs(&self) -> impl Iterator<Item = NonNull<T>> + use<'a, T> {
+        let mut it = self.iter();
+        std::iter::from_fn(move || it.next_ptr())
+    }
+
     /// Iterates the elements in list order.
     pub fn iter(&self) -> ListIter<'a, T> {
         // SAFETY: live list; the iterator is destroyed by ListIter::drop.
@@ -87,15 +94,23 @@ pub struct ListIter<'a, T> {
     _borrow: PhantomData<&'a T>,
 }
 
+impl<T> ListIter<'_, T> {
+    /// The next element as a pointer (no reference made: a caller that holds the lock
+    /// guarding the elements for writing may write through it).
+    fn next_ptr(&mut self) -> Option<NonNull<T>> {
+        let it = self.it?;
+        // SAFETY: `it` is a live iterator created by ListRef::iter and not yet destroyed.
+        let elem = unsafe { ffi::slurm_list_next(it.as_ptr()) };
+        NonNull::new(elem.cast::<T>())
+    }
+}
+
 impl<'a, T> Iterator for ListIter<'a, T> {
     type Item = &'a T;
 
     fn next(&mut self) -> Option<&'a T> {
-        let it = self.it?;
-        // SAFETY: `it` is a live iterator created by ListRef::iter and not yet destroyed.
-        let elem = unsafe { ffi::slurm_list_next(it.as_ptr()) };
         // SAFETY: ListRef's constructor vouched that every element is a valid T living for 'a.
-        unsafe { elem.cast::<T>().as_ref() }
+        self.next_ptr().map(|p| unsafe { p.as_ref() })
     }
 }
 

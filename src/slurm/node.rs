@@ -36,8 +36,8 @@ pub fn table_len() -> usize {
 /// The node at `index` of slurmctld's node table (`node_record_table_ptr[index]`).
 ///
 /// # Safety
-/// Call only from a `select_p_*` hook (slurmctld holds the node lock); the view must not
-/// outlive that call.
+/// The caller holds the slurmctld node lock (every `select_p_*` hook runs with it; the
+/// priority pass takes it for reading); the view must not outlive that lock.
 pub unsafe fn by_index<'a>(index: NodeIndex) -> Option<NodeView<'a>> {
     if index.0 >= table_len() {
         return None;
@@ -127,6 +127,15 @@ impl<'a> NodeView<'a> {
     /// fills nodes of lower weight first.
     pub fn sched_weight(&self) -> u64 {
         self.rec.sched_weight
+    }
+
+    /// `RestrictedCoresPerGPU` (24.11+; 0 when unset, and always before 24.11): cores per GPU
+    /// that only GPU jobs may use, reserved by cons_tres for the GPUs it picks.
+    pub fn restricted_cores_per_gpu(&self) -> u16 {
+        #[cfg(slurm_24_11)]
+        return self.rec.res_cores_per_gpu;
+        #[cfg(not(slurm_24_11))]
+        0
     }
 
     /// Cores per socket (slurm.conf `CoresPerSocket`), at least 1.

@@ -136,6 +136,13 @@ impl Rig {
     pub(super) fn runs(&self) -> usize {
         std::fs::read_to_string(self.dir.join("runs.log")).map_or(0, |s| s.lines().count())
     }
+
+    /// Health checks `node` has started (slurmd runs them one at a time, so when a second one
+    /// has started since, the first has finished).
+    pub(super) fn runs_of(&self, node: &str) -> usize {
+        std::fs::read_to_string(self.dir.join("runs.log"))
+            .map_or(0, |s| s.lines().filter(|l| *l == node).count())
+    }
 }
 
 impl Drop for Rig {

@@ -19,7 +19,7 @@ use gputopo_core::health::Status;
 #[test]
 #[ignore = "needs root and Slurm; run by contrib/test-all.sh"]
 fn throttled_gpus_are_used_last_and_a_down_nvlink_leaves_the_topology() {
-    let Some((_rig, c)) = start(
+    let Some((rig, c)) = start(
         "telemetry",
         "dgx1v",
         &[
@@ -28,10 +28,22 @@ fn throttled_gpus_are_used_last_and_a_down_nvlink_leaves_the_topology() {
             ("n3", "dgx1v-warm-quad"),
             ("n4", "dgx1v-healthy"),
         ],
-        "",
+        // The fixture's GPU 2 is capped in every check: count it after two, like the others.
+        "PowerCapRaiseChecks=2\n",
     ) else {
         return;
     };
+    // GPU 4's x4 link is a drop only from a wider link the agent saw it train in its slot
+    // (the PCIe baseline): n1's agent first sees it at x16 for a whole check, then at x4.
+    let fx = rig.fixture("n1");
+    let x4 = std::fs::read_to_string(&fx).expect("n1's fixture");
+    assert!(x4.contains("PcieWidth=4/16"), "GPU 4 trained x4");
+    std::fs::write(&fx, x4.replace("PcieWidth=4/16", "PcieWidth=16/16")).expect("x16");
+    let runs = rig.runs_of("n1");
+    c.wait_until("a whole health check of n1 at x16", WAIT, || {
+        rig.runs_of("n1") >= runs + 2
+    });
+    std::fs::write(&fx, &x4).expect("x4");
     let degraded =
         |c: &Cluster| health(c, "n1").map_or(GpuSet::EMPTY, |h| h.with_status(Status::Degraded));
     c.wait_until("n1's telemetry signals to be sustained", WAIT, || {

@@ -11,7 +11,8 @@
 use super::agent::{extra, health, start};
 use super::harness::{Cluster, WAIT, gputopo_only};
 
-fn gputopo(c: &Cluster, args: &[&str]) -> String {
+/// Runs the `gputopo` command against the cluster (asserting success); its stdout.
+pub(super) fn gputopo(c: &Cluster, args: &[&str]) -> String {
     let bin = super::harness::gputopo_bin();
     let out = c.run(bin.to_str().expect("a UTF-8 path"), args);
     assert!(

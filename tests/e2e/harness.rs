@@ -36,6 +36,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 mod backup;
 mod daemons;
+mod dbd;
 mod dirs;
 mod opts;
 mod parse;
@@ -46,6 +47,7 @@ pub use run_mode::{
     e2e_enabled, gputopo_only, long_enabled, release, release_at_least, release_in, select, skip,
 };
 
+pub use dbd::Slurmdbd;
 pub use opts::Opts;
 
 /// A generous default for waits on job states and daemons.
@@ -175,6 +177,9 @@ impl Cluster {
         if opts.nvml.is_some() {
             cmd.env("FAKE_NVML_LIB", super::agent::fake_lib())
                 .env("FAKE_NVML_TREE", super::agent::fake_tree());
+        }
+        if let Some(so) = &opts.plugin_so {
+            cmd.env("GPUTOPO_PLUGIN_SO", so);
         }
         let out = cmd
             .args(&args)

@@ -6,60 +6,17 @@
 //! slurm.conf's for preempt/qos), and QOS `urgent` may preempt both.
 //!
 //! With select/gputopo the preemptor gets a best quad and, as with stock
-//! (`GPUTOPO_SELECT=cons_tres`, which prints what cons_tres chose), exactly four victims.
+//! (`GPUTOPO_SELECT=cons_tres`, which prints what cons_tres chose), exactly four victims; and
+//! with a faulty GPU, jobs submitted without `-N1` take the victims stock needs (issue 25
+//! item 2).
 //! slurmdbd lives beside the harness's cluster directory (`DIR-qos.dbd`, ports from
 //! `DIR-qos`), so this can run while other clusters and other tests' slurmdbd do.
 
-use std::process::Command;
-
 use super::gres_configs::cancel_all;
-use super::harness::{Cluster, Opts, WAIT, cluster_dir, e2e_enabled, release, repo, select};
+use super::harness::{Cluster, Opts, Slurmdbd, WAIT, e2e_enabled, select};
 use super::preempt::{CONF, best_quad, preempt_once_with};
-
-/// A MariaDB + slurmdbd for the harness's cluster directory (contrib/slurmdbd.sh); stopped
-/// on drop.
-pub(super) struct Dbd {
-    dir: String,
-    /// The slurm.conf lines that point slurmctld at it.
-    pub(super) conf: String,
-}
-
-impl Dbd {
-    fn up(cluster: &str) -> Dbd {
-        Dbd::beside(cluster, "qos")
-    }
-
-    /// A slurmdbd in `DIR-<suffix>` for the harness's cluster directory DIR, registering
-    /// cluster `cluster`.
-    pub(super) fn beside(cluster: &str, suffix: &str) -> Dbd {
-        // Its own directory beside the cluster's (slurmdbd.sh uses DIR.dbd and ports from
-        // DIR): another test's slurmdbd for the same cluster directory never shares it.
-        let dir = format!("{}-{suffix}", cluster_dir().display());
-        let out = Command::new(repo().join("contrib/slurmdbd.sh"))
-            .args(["up", "--release", &release(), "--dir", &dir])
-            .args(["--cluster", cluster])
-            .output()
-            .expect("run contrib/slurmdbd.sh");
-        let dbd = Dbd {
-            dir,
-            conf: String::from_utf8_lossy(&out.stdout).into_owned(),
-        };
-        assert!(
-            out.status.success(),
-            "slurmdbd.sh up: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        dbd
-    }
-}
-
-impl Drop for Dbd {
-    fn drop(&mut self) {
-        let _ = Command::new(repo().join("contrib/slurmdbd.sh"))
-            .args(["down", "--dir", &self.dir])
-            .output();
-    }
-}
+use super::preempt_faulty;
+use super::select::extra_with_faulty;
 
 #[test]
 #[ignore = "needs root, Slurm, MariaDB and slurmdbd; run by contrib/test-all.sh"]
@@ -67,11 +24,11 @@ fn with_preempt_qos_a_preemptor_gets_a_best_quad_at_stock_cost() {
     if !e2e_enabled() {
         return;
     }
-    let dbd = Dbd::up("gtqos");
+    let dbd = Slurmdbd::beside("qos", &["gtqos"]);
     let extra = format!(
         "PreemptType=preempt/qos\nPreemptMode=REQUEUE\n\
          AccountingStorageEnforce=associations,qos\n{}",
-        dbd.conf
+        dbd.conf("gtqos")
     );
     let c = Cluster::up(Opts {
         nodes: 2,
@@ -123,6 +80,26 @@ fn with_preempt_qos_a_preemptor_gets_a_best_quad_at_stock_cost() {
             assert!(best_quad(&gpus), "not a best quad: {gpus:?}");
         }
         cancel_all(&c);
+    }
+    // Issue 25 item 2 under preempt/qos: n1's GPU 3 faulty, a 2-GPU and a 4-GPU job without
+    // -N take the 6 victims stock needs, each in one round (tests/e2e/preempt_faulty.rs).
+    let faulty = format!("Extra={}", extra_with_faulty(8, 3));
+    c.ok("scontrol", &["update", "NodeName=n1", &faulty]);
+    preempt_faulty::fill(&c, &["-A", "acct", "--qos=lowreq"]);
+    let victims = preempt_faulty::preempt(
+        &c,
+        &[
+            &["-A", "acct", "--qos=urgent", "--gres=gpu:2"],
+            &["-A", "acct", "--qos=urgent", "--gres=gpu:4"],
+        ],
+    );
+    println!(
+        "select/{}, preempt/qos REQUEUE, GPU 3 of n1 faulty, 2+4 GPUs without -N: {} victims",
+        select(),
+        victims.len()
+    );
+    if select() == "gputopo" {
+        assert_eq!(victims.len(), 6, "what stock needs: {victims:?}");
     }
     drop(c);
     drop(dbd);

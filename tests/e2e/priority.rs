@@ -8,10 +8,8 @@
 //! Jobs stay pending behind one job that fills every node; PriorityMaxAge is 7 days, so the age
 //! term stays below 1 during the test.
 
-use super::harness::{Cluster, Opts, WAIT, e2e_enabled, long_enabled, repo};
+use super::harness::{Cluster, Opts, Slurmdbd, WAIT, e2e_enabled, long_enabled};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Command;
 
 const EXTRA: &str = "\
 PriorityWeightAge=1000
@@ -171,96 +169,50 @@ const DBD_JOBS: &[&[&str]] = &[
     &["-A", "acct_a", "--qos=high", "-p", "lo", "-n1"],
 ];
 
-fn slurm_bin(release: &str) -> PathBuf {
-    if release == "22.05.8" {
-        PathBuf::from("/usr/bin")
-    } else {
-        PathBuf::from(
-            std::env::var("GPUTOPO_CACHE").unwrap_or_else(|_| "/var/cache/gputopo".into()),
-        )
-        .join(format!("slurm-{release}/bin"))
-    }
-}
-
-/// Starts MariaDB + slurmdbd (contrib/slurmdbd.sh), creates accounts, users and QOS with
-/// sacctmgr, and returns the slurm.conf lines that point slurmctld at it.
-fn start_slurmdbd(release: &str, dir: &str) -> String {
-    let out = Command::new(repo().join("contrib/slurmdbd.sh"))
-        .args([
-            "up",
-            "--release",
-            release,
-            "--dir",
-            dir,
-            "--cluster",
-            "prioparity",
-        ])
-        .output()
-        .expect("run contrib/slurmdbd.sh");
-    assert!(
-        out.status.success(),
-        "slurmdbd.sh up: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let sacctmgr = |args: &[&str]| {
-        let o = Command::new(slurm_bin(release).join("sacctmgr"))
-            .arg("-i")
-            .args(args)
-            .env("SLURM_CONF", format!("{dir}.dbd/slurm.conf"))
-            .output()
-            .expect("run sacctmgr");
-        assert!(
-            o.status.success(),
-            "sacctmgr {args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-    };
-    sacctmgr(&["add", "qos", "high", "priority=100"]);
-    sacctmgr(&["add", "qos", "low", "priority=10"]);
-    sacctmgr(&["add", "account", "acct_a", "fairshare=10"]);
-    sacctmgr(&["add", "account", "acct_b", "fairshare=30"]);
-    sacctmgr(&["modify", "account", "acct_b", "set", "priority=5"]);
-    sacctmgr(&[
+/// Starts MariaDB + slurmdbd and creates accounts, users and QOS with sacctmgr.
+fn start_slurmdbd() -> Slurmdbd {
+    let dbd = Slurmdbd::up(&["prioparity"]);
+    dbd.sacctmgr(&["add", "qos", "high", "priority=100"]);
+    dbd.sacctmgr(&["add", "qos", "low", "priority=10"]);
+    dbd.sacctmgr(&["add", "account", "acct_a", "fairshare=10"]);
+    dbd.sacctmgr(&["add", "account", "acct_b", "fairshare=30"]);
+    dbd.sacctmgr(&["modify", "account", "acct_b", "set", "priority=5"]);
+    dbd.sacctmgr(&[
         "add",
         "user",
         "root",
         "account=acct_a,acct_b",
         "qos=normal,high,low",
     ]);
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stop_slurmdbd(dir: &str) {
-    let _ = Command::new(repo().join("contrib/slurmdbd.sh"))
-        .args(["down", "--dir", dir])
-        .output();
+    dbd
 }
 
 /// `sshare -a` columns compared between multifactor and gputopo: (account, user) → the
 /// shares as text, and the usage-derived columns as numbers. From 25.11 sshare's FairShare is
 /// the association's `usage->fs_factor` (25.11.7 src/sshare/process.c:250-256); before, sshare
 /// computes it itself with the loaded priority plugin's `calc_fs_factor` (24.11.5 :266).
-type Shares = BTreeMap<(String, String), (String, [f64; 4])>;
+type Shares = BTreeMap<(String, String), (String, [f64; 5])>;
 
 const SSHARE_FMT: &str =
-    "Account,User,RawShares,NormShares,NormUsage,EffectvUsage,FairShare,LevelFS";
+    "Account,User,RawShares,NormShares,NormUsage,EffectvUsage,FairShare,LevelFS,RawUsage";
 
 fn read_sshare(c: &Cluster) -> Shares {
     let out = c.ok("sshare", &["-a", "-n", "-P", "-o", SSHARE_FMT]);
     out.lines()
         .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
-        .filter(|f| f.len() >= 8)
+        .filter(|f| f.len() >= 9)
         .map(|f| {
             let num = |s: &str| s.parse::<f64>().unwrap_or(0.0);
             let shares = format!("{}|{}", f[2], f[3]);
-            let usage = [num(f[4]), num(f[5]), num(f[6]), num(f[7])];
+            let usage = [num(f[4]), num(f[5]), num(f[6]), num(f[7]), num(f[8])];
             ((f[0].to_string(), f[1].to_string()), (shares, usage))
         })
         .collect()
 }
 
 /// Same associations, same shares; NormUsage, EffectvUsage, FairShare and LevelFS equal or
-/// within 1e-3 (the two clusters charge the blocker for slightly different seconds).
+/// within 1e-3, RawUsage (billing-seconds, decayed) within 5 % (the two clusters charge the
+/// blocker for slightly different seconds).
 fn assert_same_shares(stock: &Shares, ours: &Shares, when: &str) {
     assert_eq!(
         stock.keys().collect::<Vec<_>>(),
@@ -270,13 +222,20 @@ fn assert_same_shares(stock: &Shares, ours: &Shares, when: &str) {
     for (key, (s_shares, s)) in stock {
         let (o_shares, o) = &ours[key];
         assert_eq!(s_shares, o_shares, "{when} {key:?} RawShares|NormShares");
-        for (i, col) in ["NormUsage", "EffectvUsage", "FairShare", "LevelFS"]
-            .iter()
-            .enumerate()
+        for (i, col) in [
+            "NormUsage",
+            "EffectvUsage",
+            "FairShare",
+            "LevelFS",
+            "RawUsage",
+        ]
+        .iter()
+        .enumerate()
         {
+            let tolerance = if i == 4 { 0.05 * s[i].max(o[i]) } else { 1e-3 };
             // `inf` (sshare's LevelFS of an account without usage) equals only itself.
             assert!(
-                s[i] == o[i] || (s[i] - o[i]).abs() <= 1e-3,
+                s[i] == o[i] || (s[i] - o[i]).abs() <= tolerance,
                 "{when} {key:?} sshare {col}: multifactor {} gputopo {}",
                 s[i],
                 o[i]
@@ -290,13 +249,10 @@ fn assert_same_shares(stock: &Shares, ours: &Shares, when: &str) {
 /// `sshare -a` is read with the second scores. `flags` are extra slurm.conf lines (e.g.
 /// `PriorityFlags=NO_FAIR_TREE`).
 fn score_dbd(priority: &str, flags: &str, periods: u64) -> (Rows, Rows, String, Shares) {
-    let release = super::harness::release();
-    // The cluster's own directory: slurmdbd.sh keeps MariaDB and slurmdbd in DIR.dbd/ (datadir,
-    // socket) on DIR's ports +150/+151, so dbd tests of two shards (two DIRs) cannot clash.
-    let dir = super::harness::cluster_dir().display().to_string();
-    let dir = dir.as_str();
-    stop_slurmdbd(dir);
-    let acct = start_slurmdbd(&release, dir);
+    // slurmdbd.sh keeps MariaDB and slurmdbd in the cluster directory's DIR.dbd/ on DIR's
+    // ports +150/+151, so dbd tests of two shards (two DIRs) cannot clash.
+    let dbd = start_slurmdbd();
+    let acct = dbd.conf("prioparity");
     let extra = format!(
         "{EXTRA}PriorityWeightAssoc=1000\nAccountingStorageEnforce=associations\nMinJobAge=2\n{flags}{acct}"
     );
@@ -319,7 +275,7 @@ fn score_dbd(priority: &str, flags: &str, periods: u64) -> (Rows, Rows, String, 
         super::priority_memory::multi_qos_arrays_keep_the_heap_intact(&c);
     }
     drop(c);
-    stop_slurmdbd(dir);
+    drop(dbd);
     (first, second, weights, shares)
 }
 

@@ -25,10 +25,9 @@ use std::collections::BTreeSet;
 
 use super::gres_configs::{assert_one_waits, running_of};
 use super::harness::{
-    Cluster, Opts, WAIT, e2e_enabled, parse_index_list, release, release_at_least, release_in,
-    select, skip,
+    Cluster, Opts, Slurmdbd, WAIT, e2e_enabled, parse_index_list, release, release_at_least,
+    release_in, select, skip,
 };
-use super::preempt_qos::Dbd;
 use super::select::extra_with_faulty;
 use super::shared::gpus_of as share_gpus;
 
@@ -104,12 +103,12 @@ fn gres_reservation_with_a_faulty_gpu_uses_its_healthy_gpus() {
         skip("Slurm 22.05 has no GRES reservations (TRES=gres/gpu=N)");
         return;
     }
-    let dbd = Dbd::beside("gtresv", "resv");
+    let dbd = Slurmdbd::beside("resv", &["gtresv"]);
     let c = Cluster::up(Opts {
         nodes: 2,
         extra_conf: Some(format!(
             "GresTypes=gpu,shard\nAccountingStorageTRES=gres/gpu\n{}",
-            dbd.conf
+            dbd.conf("gtresv")
         )),
         gputopo_conf: Some("LogDecisions=yes\n".into()),
         gres_conf: Some((GRES_CONF.into(), "gpu:8,shard:32".into())),

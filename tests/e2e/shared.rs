@@ -21,7 +21,7 @@ use super::select::extra_with_faulty;
 
 /// 8 V100s on two sockets (Slurm topology records: `Type=` and `Cores=`); the shared GRES
 /// line is added per test (Slurm spreads its count evenly over the GPUs).
-const GPU_LINES: &str = "Name=gpu Type=v100 File=@DEV@/nvidia[0-3] Cores=0-15\n\
+pub(super) const GPU_LINES: &str = "Name=gpu Type=v100 File=@DEV@/nvidia[0-3] Cores=0-15\n\
                          Name=gpu Type=v100 File=@DEV@/nvidia[4-7] Cores=16-31\n";
 
 /// The GPU published faulty.

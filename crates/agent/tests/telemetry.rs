@@ -19,12 +19,13 @@ fn publish(n: &Node) {
     assert_eq!(rc, 0, "{out}{err}");
 }
 
-/// A gputopo.conf with a state directory, so checks remember what they saw.
+/// A gputopo.conf with a state directory, so checks remember what they saw, and power capping
+/// held to two checks like the other signals (the fixtures' GPU 2 is capped in every check).
 fn keep_state(n: &Node) {
     std::fs::write(
         n.dir.join("gputopo.conf"),
         format!(
-            "NvmlTimeoutMs=30000\nStateDir={}\n",
+            "NvmlTimeoutMs=30000\nPowerCapRaiseChecks=2\nStateDir={}\n",
             n.dir.join("state").display()
         ),
     )
@@ -66,6 +67,28 @@ fn violation_counters_are_sustained_throttling() {
 fn each_telemetry_signal_degrades_its_gpu_only_while_sustained() {
     let mut n = Node::new("telemetry", "dgx1v-telemetry", "", None);
     keep_state(&n);
+    // The same board cool, every link x16 and no NVLink errors (GPU 0's telemetry on all).
+    let cool = n.dir.join("cool.fx").display().to_string();
+    let text = std::fs::read_to_string(fixture("dgx1v-telemetry")).expect("fixture");
+    let gpu0 = text
+        .lines()
+        .find(|l| l.starts_with("Telemetry Gpu=0 "))
+        .expect("GPU 0's telemetry")
+        .to_string();
+    let text: String = text
+        .lines()
+        .map(|l| match l.strip_prefix("Telemetry Gpu=") {
+            Some(rest) => gpu0.replacen("Gpu=0", &format!("Gpu={}", &rest[..1]), 1),
+            None => l.replace(" Errors=150", ""),
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&cool, text).expect("cool fixture");
+    // Seen once like that: GPU 4's x4 below is a drop from the x16 it showed (the PCIe
+    // baseline), not how its slot is wired.
+    n.fixture = cool.clone();
+    publish(&n);
+    n.fixture = "dgx1v-telemetry".into();
     let degraded = |i: u64, r: &str| (i, "degraded".to_string(), s(&[r]));
     let planted = vec![
         degraded(1, "thermal"),
@@ -82,23 +105,7 @@ fn each_telemetry_signal_degrades_its_gpu_only_while_sustained() {
     assert_eq!(bad(&n.health().1), planted);
     publish(&n);
     // The GPUs cool down: the signals hold for TelemetryClearChecks=3 clean checks.
-    let cool = n.dir.join("cool.fx");
-    let text = std::fs::read_to_string(fixture("dgx1v-telemetry")).expect("fixture");
-    let gpu0 = text
-        .lines()
-        .find(|l| l.starts_with("Telemetry Gpu=0 "))
-        .expect("GPU 0's telemetry")
-        .to_string();
-    let text: String = text
-        .lines()
-        .map(|l| match l.strip_prefix("Telemetry Gpu=") {
-            Some(rest) => gpu0.replacen("Gpu=0", &format!("Gpu={}", &rest[..1]), 1),
-            None => l.replace(" Errors=150", ""),
-        })
-        .map(|l| format!("{l}\n"))
-        .collect();
-    std::fs::write(&cool, text).expect("cool fixture");
-    n.fixture = cool.display().to_string();
+    n.fixture = cool;
     publish(&n);
     assert_eq!(
         bad(&n.health().1),

@@ -28,12 +28,13 @@
 //! | `PublishRefreshSec` | 300 | `publish` rewrites an unchanged Extra this often (report age) |
 //! | `ThermalMarginC` | 5 | `thermal` within this many °C of the slowdown/shutdown threshold |
 //! | `PowerCapPercent` | 100 | `power_capped` at this share of the enforced power limit (0 = reasons only) |
-//! | `PcieGenDegraded` | no | a PCIe generation below the maximum counts as `pcie_degraded` too |
+//! | `PcieGenDegraded` | no | a PCIe generation below the fastest the GPU has shown counts as `pcie_degraded` too |
 //! | `NvlinkErrorsDegraded` | 100 | `nvlink_errors` at this many NVLink errors (0 = off) |
 //! | `ViolationPercent` | 50 | a power/thermal/board/reliability violation counter throttled this share of the time since the last check counts as its signal (0 = off) |
 //! | `WarmRaiseChecks` | 1 | checks in a row a GPU must run warm before it is published in `w` |
 //! | `WarmClearChecks` | 3 | checks in a row not warm before it leaves `w` |
 //! | `TelemetryRaiseChecks` | 2 | checks in a row a telemetry signal must be seen to count |
+//! | `PowerCapRaiseChecks` | 10 | ... `power_capped` alone: a GPU under full load runs at its power limit, so capping counts only when it lasts this long |
 //! | `TelemetryClearChecks` | 3 | checks in a row without it before it stops counting |
 //! | `HealthAware` | yes | select: never allocate faulty GPUs |
 //! | `TopologyAware` | yes | select: pick GPU sets by NVLink/PCIe topology |
@@ -169,6 +170,7 @@ pub const KEYS: &[&str] = &[
     "WarmRaiseChecks",
     "WarmClearChecks",
     "TelemetryRaiseChecks",
+    "PowerCapRaiseChecks",
     "TelemetryClearChecks",
     "HealthAware",
     "TopologyAware",
@@ -277,6 +279,10 @@ impl Config {
                     }
                     "TelemetryRaiseChecks" => {
                         a.telemetry.raise_checks = positive(v, 1_000_000).map_err(err)? as u32;
+                    }
+                    "PowerCapRaiseChecks" => {
+                        a.telemetry.power_cap_raise_checks =
+                            positive(v, 1_000_000).map_err(err)? as u32;
                     }
                     "TelemetryClearChecks" => {
                         a.telemetry.clear_checks = positive(v, 1_000_000).map_err(err)? as u32;

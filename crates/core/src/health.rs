@@ -20,8 +20,8 @@ pub mod telemetry;
 pub mod violation;
 
 pub use extra::{
-    ExtraError, LinkMatrix, MergeRefused, NodeHealth, Parsed, merge_extra, merge_extra_with,
-    own_malformed, parse_extra, read_extra, write_drains,
+    ExtraError, LinkMatrix, MergeRefused, NodeHealth, Parsed, merge_extra, merge_extra_keeping,
+    merge_extra_with, own_malformed, parse_extra, read_extra, write_drains,
 };
 pub use policy::{Evidence, HealthPolicy, Reading, RowRemap, judge};
 

@@ -18,6 +18,8 @@
 //! - [`ledger`]: gputopo's usage ledger (GPU-seconds and TRES billing per account/user with
 //!   exponential decay) and the fair-share tree built from it; [`ledger_file`] its file;
 //!   [`reset`] `PriorityUsageResetPeriod`.
+//! - [`usage`]: association and QOS usage with slurmdbd, charged as multifactor charges it
+//!   (what the accounting limits read); [`decay_clock`] multifactor's last-decay state file.
 //!
 //! Float semantics: multifactor computes factors in C `double`, which is `f64` here. Slurm keeps
 //! association usage (`usage_raw`, `usage_norm`, `usage_efctv`, `level_fs`) in `long double`
@@ -27,6 +29,7 @@
 
 pub mod classic;
 pub mod config;
+pub mod decay_clock;
 pub mod fair_tree;
 pub mod gpu_count;
 pub mod job_input;
@@ -35,6 +38,7 @@ pub mod ledger_file;
 pub mod multifactor;
 pub mod recalc;
 pub mod reset;
+pub mod usage;
 
 pub use config::{Flags, PriorityConfig, Release, Weights};
 pub use fair_tree::{AssocId, AssocNode, AssocTree};

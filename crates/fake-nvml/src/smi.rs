@@ -9,7 +9,9 @@
 //! (14 per slice on A100, 16 on H100/H200/B200) and memory (rounded up to GB), e.g. `1g.20gb`.
 //! Reports of schema v11 (`power_readings`, `clocks_throttle_reasons`, ECC `single_bit`/
 //! `double_bit`) and v12/v13 (`gpu_power_readings`, `clocks_event_reasons`, `sram_*`/`dram_*`)
-//! are read alike.
+//! are read alike. The text form (`nvidia-smi -q`) is read as the XML form ([`text`]). A
+//! section missing from a report means "not supported" (old schemas leave them out), except
+//! in an excerpt (text with `[...]`), where it is only not shown: the fake's default stands.
 
 use roxmltree::{Document, Node};
 use std::fmt::Write as _;
@@ -65,8 +67,10 @@ const REASONS: [(&str, u64); 9] = [
     ("display_clocks_setting", 0x100),
 ];
 
-/// One GPU's `Gpu`, `Telemetry` and `Mig` lines.
-fn gpu(g: El<'_>, i: usize, out: &mut String) {
+/// One GPU's `Gpu`, `Telemetry` and `Mig` lines; `excerpt`: a missing section is not shown,
+/// rather than not supported.
+fn gpu(g: El<'_>, i: usize, excerpt: bool, out: &mut String) {
+    let shown = |name: &str| !excerpt || child(g, name).is_some();
     let bus = text(g, "pci/pci_bus_id")
         .or_else(|| g.attribute("id"))
         .unwrap_or("");
@@ -83,11 +87,13 @@ fn gpu(g: El<'_>, i: usize, out: &mut String) {
         let _ = write!(line, " Name=\"{v}\"");
     }
     let ecc = match yes(g, "ecc_mode/current_ecc") {
-        Some(true) => "on",
-        Some(false) => "off",
-        None => "unsupported",
+        Some(true) => Some("on"),
+        Some(false) => Some("off"),
+        None => shown("ecc_mode").then_some("unsupported"),
     };
-    let _ = write!(line, " Ecc={ecc}");
+    if let Some(ecc) = ecc {
+        let _ = write!(line, " Ecc={ecc}");
+    }
     for (key, kind) in [("Vol", "volatile"), ("Agg", "aggregate")] {
         let (unc, cor) = ecc_counts(g, kind);
         if unc > 0 {
@@ -102,7 +108,10 @@ fn gpu(g: El<'_>, i: usize, out: &mut String) {
     {
         Some(true) => line.push_str(" RetiredPending=yes"),
         Some(false) => {}
-        None => line.push_str(" RetiredPending=unsupported"),
+        None if shown("retired_pages") => {
+            line.push_str(" RetiredPending=unsupported");
+        }
+        None => {}
     }
     for (key, p) in [
         (
@@ -123,16 +132,18 @@ fn gpu(g: El<'_>, i: usize, out: &mut String) {
         }
     }
     let remap = match child(g, "remapped_rows").filter(|r| r.children().any(|c| c.is_element())) {
-        Some(r) => format!(
+        Some(r) => Some(format!(
             "{},{},{},{}",
             int(r, "remapped_row_corr").unwrap_or(0),
             int(r, "remapped_row_unc").unwrap_or(0),
             u8::from(yes(r, "remapped_row_pending").unwrap_or(false)),
             u8::from(yes(r, "remapped_row_failure").unwrap_or(false))
-        ),
-        None => "unsupported".into(),
+        )),
+        None => shown("remapped_rows").then(|| "unsupported".to_string()),
     };
-    let _ = write!(line, " Remap={remap}");
+    if let Some(remap) = remap {
+        let _ = write!(line, " Remap={remap}");
+    }
     if let Some(m) = int(g, "fb_memory_usage/total") {
         let _ = write!(line, " MemMiB={m}");
     }
@@ -268,6 +279,11 @@ fn telemetry(g: El<'_>, i: usize, out: &mut String) {
 /// # Errors
 /// Not XML, or not an `nvidia_smi_log` with at least one `gpu`.
 pub fn from_xml(xml: &str, name: &str, header: &[String]) -> Result<String, String> {
+    convert(xml, name, header, false)
+}
+
+/// [`from_xml`]; `excerpt`: see [`gpu`].
+fn convert(xml: &str, name: &str, header: &[String], excerpt: bool) -> Result<String, String> {
     // The DTD line names a file that is not there; roxmltree ignores external DTDs.
     let opts = roxmltree::ParsingOptions {
         allow_dtd: true,
@@ -303,9 +319,34 @@ pub fn from_xml(xml: &str, name: &str, header: &[String]) -> Result<String, Stri
     out.push_str(&node);
     out.push('\n');
     for (i, g) in gpus.iter().enumerate() {
-        gpu(*g, i, &mut out);
+        gpu(*g, i, excerpt, &mut out);
     }
     Ok(out)
+}
+
+/// Converts an `nvidia-smi -q` (text) report to a fixture named `name`, as [`from_xml`].
+///
+/// # Errors
+/// No `GPU <bus id>` line in it.
+pub fn from_text(report: &str, name: &str, header: &[String]) -> Result<String, String> {
+    convert(
+        &text::to_xml(report)?,
+        name,
+        header,
+        report.contains("[...]"),
+    )
+}
+
+/// [`from_xml`] or [`from_text`], by the report's first character (`<`: XML).
+///
+/// # Errors
+/// As theirs.
+pub fn from_report(report: &str, name: &str, header: &[String]) -> Result<String, String> {
+    if report.trim_start().starts_with('<') {
+        from_xml(report, name, header)
+    } else {
+        from_text(report, name, header)
+    }
 }
 
 /// `FabricCluster= FabricClique=` of a GPU whose fabric registration completed.
@@ -321,6 +362,8 @@ fn fabric(g: El<'_>) -> Option<String> {
     let clique = int(f, "clique_id")?;
     (cluster.len() == 32).then(|| format!("FabricCluster={cluster} FabricClique={clique}"))
 }
+
+mod text;
 
 #[cfg(test)]
 mod tests;

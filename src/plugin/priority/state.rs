@@ -13,8 +13,10 @@ use std::thread::JoinHandle;
 use gputopo_core::priority::ledger::{Ledger, UNVERIFIED_ACCOUNT, UsageCharge, UsageWeights};
 use gputopo_core::priority::ledger_file;
 use gputopo_core::priority::recalc::{array_len, eligible_time, ledger_charge_secs};
+use gputopo_core::priority::reset::{ResetPeriod, ResetSchedule};
 use gputopo_core::priority::{ClusterInput, Flags, JobPriority, PriorityConfig, job_priority_into};
 
+use super::ended::LedgerJob;
 use crate::slurm::prio::job::{InputBuf, JobRecord};
 use crate::slurm::prio::{self};
 
@@ -30,9 +32,9 @@ pub struct Extension {
     pub dir: Option<PathBuf>,
     /// Index of `gres/gpu` in the TRES arrays.
     pub gpu_index: Option<usize>,
-    /// The next charging pass is the first of its loop (after a start or reconfigure), when
-    /// `PriorityUsageResetPeriod=NOW` clears usage, as multifactor's decay thread does.
-    pub loop_start: bool,
+    /// `PriorityUsageResetPeriod`'s schedule for the ledger, made afresh at each start and
+    /// reconfigure, as multifactor's decay thread makes its own.
+    pub reset: ResetSchedule,
     /// Users with pending jobs, gathered by the pass's walk (kept between passes for its
     /// allocation).
     pub pending: BTreeSet<u32>,
@@ -123,7 +125,7 @@ impl State {
         {
             ext.ledger.set_half_life(half_life);
             ext.gpu_index = prio::gpu_tres_index();
-            ext.loop_start = true;
+            ext.reset = reset_schedule();
         }
     }
 
@@ -131,6 +133,11 @@ impl State {
     pub fn with_dbd(&self) -> bool {
         *self.with_dbd.read().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// A fresh `PriorityUsageResetPeriod` schedule from slurm.conf.
+pub fn reset_schedule() -> ResetSchedule {
+    ResetSchedule::new(ResetPeriod::from_slurm(prio::reset_period()))
 }
 
 /// Loads (or starts) the ledger from StateSaveLocation. A file that cannot be read, or is
@@ -174,7 +181,7 @@ pub fn load_extension(now: i64) -> Extension {
         fairshare: HashMap::new(),
         dir,
         gpu_index: prio::gpu_tres_index(),
-        loop_start: true,
+        reset: reset_schedule(),
         pending: BTreeSet::new(),
     }
 }
@@ -212,21 +219,15 @@ impl Extension {
     /// Charges a job for the part of `[start, end]` (end: `until` while it runs) after the
     /// ledger's last decay, from the job's own start/end times, so a job that started and
     /// ended between two passes is charged in full and none is charged twice.
-    pub fn charge(&mut self, job: &JobRecord<'_>, until: i64, tres_cnt: usize) {
-        let Some(run_secs) =
-            ledger_charge_secs(job.charge_times(), self.ledger.last_decay(), until)
-        else {
+    pub fn charge(&mut self, job: &LedgerJob, until: i64) {
+        let Some(run_secs) = ledger_charge_secs(job.times, self.ledger.last_decay(), until) else {
             return;
         };
-        let gpus = self
-            .gpu_index
-            .and_then(|i| job.tres_alloc(i, tres_cnt))
-            .unwrap_or_else(|| job.gpus_to_charge());
         self.ledger.charge(&UsageCharge {
             account: UNVERIFIED_ACCOUNT.to_string(),
-            user: job.user_id().to_string(),
-            gpus,
-            billing: job.billable_tres(),
+            user: job.uid.to_string(),
+            gpus: job.gpus,
+            billing: job.billing,
             run_secs,
         });
     }

@@ -80,7 +80,9 @@ crate::forwarding_table! {
     forward fn select_p_job_signal(job_ptr: *mut job_record_t, signal: c_int) -> c_int, fail = SLURM_ERROR;
     #[cfg(slurm_26_05)]
     forward fn select_p_job_mem_reduce(job_ptr: *mut job_record_t) -> (), fail = ();
-    forward fn select_p_job_fini(job_ptr: *mut job_record_t) -> c_int, fail = SLURM_ERROR;
+    // The usage ledger notes the ending job first (src/plugin/priority/ended.rs).
+    hook fn select_p_job_fini(job_ptr: *mut job_record_t) -> c_int, fail = SLURM_ERROR
+        => job_fini(job_ptr);
     forward fn select_p_job_suspend(job_ptr: *mut job_record_t, indf_susp: bool) -> c_int, fail = SLURM_ERROR;
     forward fn select_p_job_resume(job_ptr: *mut job_record_t, indf_susp: bool) -> c_int, fail = SLURM_ERROR;
     #[cfg(not(slurm_25_05))]
@@ -129,7 +131,8 @@ crate::forwarding_table! {
     forward fn select_p_get_info_from_plugin(dinfo: select_plugindata_info, job_ptr: *mut job_record_t, data: *mut c_void) -> c_int, fail = SLURM_ERROR;
     #[cfg(select_abi = "22.05")]
     forward fn select_p_update_node_config(index: c_int) -> c_int, fail = SLURM_ERROR;
-    hook fn select_p_reconfigure() -> c_int, fail = SLURM_ERROR
+    // Guarded: after a panic too, gputopo.conf and the persisted health are read again.
+    guarded fn select_p_reconfigure() -> c_int, fail = SLURM_ERROR
         => reconfigure();
     #[cfg(select_abi = "22.05")]
     forward fn select_p_resv_test(

@@ -50,6 +50,16 @@ pub trait SelectHooks: Sync {
         forward()
     }
 
+    /// `select_p_job_fini`: a job's allocation ends (slurmctld's `deallocate_nodes`, job and
+    /// node write locks held), before cons_tres releases it.
+    fn job_fini(
+        &self,
+        forward: impl FnOnce() -> c_int,
+        _job: Option<EntryPtr<'_, ffi::job_record_t>>,
+    ) -> c_int {
+        forward()
+    }
+
     /// `select_p_reconfigure` (`scontrol reconfigure`).
     fn reconfigure(&self, forward: impl FnOnce() -> c_int) -> c_int {
         forward()

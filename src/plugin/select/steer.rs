@@ -18,13 +18,16 @@
 //! - `select_nodeinfo_set` (the commit point): the trait's default, forwarded; the
 //!   selection it commits is the one job_test left in `gres_bit_select`.
 //! - `reconfigure` (`select_p_reconfigure`): re-reads Slurm's log level, forwards, then
-//!   re-reads gputopo.conf and forgets cached topologies ([`state::reconfigure`]).
+//!   re-reads gputopo.conf and forgets cached topologies ([`state::reconfigure`]), and has
+//!   the persisted health looked at again ([`persist`]).
 //!
 //! A panic anywhere below is caught by the guard; from then on job_test runs [`degraded`]
-//! (cons_tres alone, nodes with known faulty GPUs withheld) and every other call forwards.
+//! (cons_tres alone, nodes with a GPU published faulty withheld, read on every call) and
+//! every other call forwards, except reconfigure.
 
 pub mod degraded;
 pub mod explain;
+pub mod persist;
 pub mod preempt;
 pub mod read;
 pub mod run;
@@ -65,8 +68,9 @@ impl SelectHooks for Steer {
         reservation: Option<EntryPtr<'_, R>>,
     ) -> c_int {
         let st = state::state();
+        st.sync_persisted();
         if crate::plugin::guard::is_degraded() {
-            return degraded::job_test(st, forward, bitmap, mode);
+            return degraded::job_test(st, forward, job, bitmap, mode);
         }
         Stats::add(&st.stats.calls, 1);
         if st.stats.due(SUMMARY_EVERY_SECS) {
@@ -79,6 +83,10 @@ impl SelectHooks for Steer {
             return forward();
         };
         let mut job = JobView::new(job);
+        #[cfg(feature = "test-panic")]
+        if job.name() == Some("gputopo_test_panic") {
+            panic!("injected by the test-panic build for job {}", job.id());
+        }
         let preemption = job::offers_preemption(preemptee_candidates.as_ref());
         let victims_out = preemptee_job_list.map(PreempteeOut::new);
         let call = Call {
@@ -98,11 +106,22 @@ impl SelectHooks for Steer {
         rc
     }
 
+    /// The priority role's usage ledger notes the ending job (it may be purged before the
+    /// next pass), then cons_tres releases it.
+    fn job_fini(
+        &self,
+        forward: impl FnOnce() -> c_int,
+        job: Option<EntryPtr<'_, ffi::job_record_t>>,
+    ) -> c_int {
+        crate::plugin::priority::job_fini(forward, job)
+    }
+
     /// `scontrol reconfigure` may have changed SlurmctldDebug and gputopo.conf.
     fn reconfigure(&self, forward: impl FnOnce() -> c_int) -> c_int {
         crate::slurm::log::sync_level();
         let rc = forward();
         state::reconfigure();
+        persist::reconfigure();
         rc
     }
 }

@@ -1,20 +1,14 @@
-//! What multifactor's decay thread does to associations when slurmdbd is present, which
-//! gputopo must therefore do too once it replaces multifactor:
-//!
-//! - decay every association's `usage_raw` by `d^Δt` (`_apply_decay`);
-//! - add running jobs' decayed billing-seconds to their association chain up to root
-//!   (`_apply_new_usage`: `Δt·d^Δt · billable_tres · QOS UsageFactor`);
-//! - rank associations with Fair Tree and store `fs_factor`, `level_fs`, `usage_efctv` and
-//!   `usage_norm` (`fair_tree.c`'s `_apply_priority_fs`), which `priority_p_set`, sprio and
-//!   sshare read; with classic fair share, `usage_norm`/`usage_efctv` (and `fs_factor`) of
-//!   every association (`_set_children_usage_efctv`), which `calc_fs_factor` reads per job.
-//!
-//! Not mirrored (documented in docs/priority.md): `usage_tres_raw`, `grp_used_wall`, QOS usage.
-//! Everything runs under the assoc_mgr association write lock (taken here).
+//! Fair share over assoc_mgr's association tree when slurmdbd is present, as multifactor's
+//! decay thread computes it: Fair Tree stores `fs_factor`, `level_fs`, `usage_efctv` and
+//! `usage_norm` (`fair_tree.c`'s `_apply_priority_fs`), which `priority_p_set`, sprio and
+//! sshare read; classic fair share sets `usage_norm`/`usage_efctv` (and `fs_factor`) of every
+//! association (`_set_children_usage_efctv`), which `calc_fs_factor` reads per job. The usage
+//! they rank is charged by [`super::usage`]. Everything runs under the assoc_mgr association
+//! write lock (taken here).
 
 use gputopo_core::priority::{AssocId, AssocNode, AssocTree};
 
-use super::{AssocLock, long_double_get, long_double_set};
+use super::{AssocLock, long_double};
 use crate::ffi;
 use crate::slurm::list::ListRef;
 
@@ -30,57 +24,16 @@ fn children(a: *mut Assoc) -> Vec<*mut Assoc> {
     };
     // SAFETY: children_list holds association pointers owned by assoc_mgr.
     match unsafe { ListRef::<Assoc>::from_raw(u.children_list) } {
-        Some(l) => l.iter().map(|c| c as *const Assoc as *mut Assoc).collect(),
+        Some(l) => l.iter_ptrs().map(std::ptr::NonNull::as_ptr).collect(),
         None => Vec::new(),
     }
 }
 
-/// Decays every association's `usage_raw` by `factor` (0 < factor ≤ 1).
-pub fn decay_usage(factor: f64) {
-    if !(factor > 0.0 && factor < 1.0) {
-        return;
-    }
-    let _lock = AssocLock::write_assoc();
-    let list = &raw const ffi::assoc_mgr_assoc_list;
-    // SAFETY: libslurmfull global list of every association (assoc write lock held).
-    let list = unsafe { list.read() };
-    // SAFETY: list of associations.
-    let Some(l) = (unsafe { ListRef::<Assoc>::from_raw(list) }) else {
-        return;
-    };
-    for a in l.iter() {
-        // SAFETY: usage of a live association; write lock held.
-        if let Some(u) = unsafe { a.usage.as_mut() } {
-            // SAFETY: long double field of a live usage record.
-            let v = unsafe { long_double_get(&u.usage_raw) };
-            // SAFETY: as above.
-            unsafe { long_double_set(&mut u.usage_raw, v * factor) };
-        }
-    }
-}
-
-/// Adds `usage` to the association and every parent up to root.
-///
-/// # Safety
-/// `assoc` is null or a live association; the caller holds the slurmctld job lock.
-pub unsafe fn add_usage(assoc: *mut Assoc, usage: f64) {
-    if usage <= 0.0 {
-        return;
-    }
-    let _lock = AssocLock::write_assoc();
-    let mut a = assoc;
-    // SAFETY: parent chain of live associations (assoc write lock held).
-    while let Some(rec) = unsafe { a.as_ref() } {
-        // SAFETY: as above.
-        let Some(u) = (unsafe { rec.usage.as_mut() }) else {
-            break;
-        };
-        // SAFETY: long double field of a live usage record.
-        let v = unsafe { long_double_get(&u.usage_raw) };
-        // SAFETY: as above.
-        unsafe { long_double_set(&mut u.usage_raw, v + usage) };
-        a = u.parent_assoc_ptr;
-    }
+/// Whether assoc_mgr has its association tree (a root) yet.
+pub fn tree_exists() -> bool {
+    let root = &raw const ffi::assoc_mgr_root_assoc;
+    // SAFETY: libslurmfull global; a pointer-sized read (set once associations load).
+    !unsafe { root.read() }.is_null()
 }
 
 /// Fair Tree over assoc_mgr's tree; stores the results in the association records. Returns
@@ -149,7 +102,7 @@ fn read_tree() -> Option<(AssocTree, Vec<*mut Assoc>)> {
             is_user: !rec.user.is_null(),
             shares_raw: rec.shares_raw,
             // SAFETY: long double field of a live usage record.
-            usage_raw: u.map_or(0.0, |u| unsafe { long_double_get(&u.usage_raw) }),
+            usage_raw: u.map_or(0.0, |u| unsafe { long_double::get(&u.usage_raw) }),
             shares_norm: u.map_or(0.0, |u| u.shares_norm),
             level_shares: u.map_or(0, |u| u.level_shares),
             ..Default::default()
@@ -187,16 +140,16 @@ fn write_tree(tree: &AssocTree, ptrs: &[*mut Assoc], fs: FsFactor) {
             // Root's effective usage is 1, as multifactor's init sets it with slurmdbd (22.05.8
             // priority_multifactor.c:1742, 24.11.5 :1804, 25.11.7 :1821); sshare shows it.
             // SAFETY: long double field of a live usage record; write lock held.
-            unsafe { long_double_set(&mut u.usage_efctv, 1.0) };
+            unsafe { long_double::set(&mut u.usage_efctv, 1.0) };
         } else {
             if matches!(fs, FsFactor::Users) {
                 // SAFETY: long double field of a live usage record (Fair Tree's level value).
-                unsafe { long_double_set(&mut u.level_fs, n.level_fs) };
+                unsafe { long_double::set(&mut u.level_fs, n.level_fs) };
             }
             // SAFETY: as above.
-            unsafe { long_double_set(&mut u.usage_efctv, n.usage_efctv) };
+            unsafe { long_double::set(&mut u.usage_efctv, n.usage_efctv) };
             // SAFETY: as above.
-            unsafe { long_double_set(&mut u.usage_norm, n.usage_norm) };
+            unsafe { long_double::set(&mut u.usage_norm, n.usage_norm) };
         }
     }
 }

@@ -8,7 +8,6 @@
 
 use std::ffi::CStr;
 
-use gputopo_core::priority::gpu_count::{GpuRequest, charged_gpus};
 use gputopo_core::priority::recalc::{JobState, RunTimes};
 use gputopo_core::priority::{
     AssocInput, JobInput, NO_CONSUME_VAL64, PartitionInput, QosInput, WeightedFactors,
@@ -18,6 +17,8 @@ use super::xmalloc::{borrow_array, capacity, read_array};
 use crate::ffi;
 use crate::slurm::list::ListRef;
 
+mod charge;
+mod gpus;
 mod walk;
 mod write;
 
@@ -155,25 +156,8 @@ impl<'a> JobRecord<'a> {
             u
         };
         // SAFETY: `usage_efctv` is a long double field of a live usage record.
-        let ue = unsafe { super::long_double_get(&fs.usage_efctv) };
+        let ue = unsafe { super::long_double::get(&fs.usage_efctv) };
         gputopo_core::priority::classic::calc_fs_factor(ue, fs.shares_norm, damp)
-    }
-
-    /// Adds this job's decayed usage over `run_secs` to its association chain, as
-    /// multifactor's `_apply_new_usage` does (`Δt·d^Δt · billable_tres · QOS UsageFactor`).
-    pub fn charge_association(&self, run_secs: f64, decay_factor: f64) {
-        if run_secs <= 0.0 {
-            return;
-        }
-        let mut usage = run_secs * decay_factor.powf(run_secs) * self.job.billable_tres;
-        // SAFETY: QOS record owned by assoc_mgr, alive while jobs reference it.
-        if let Some(q) = unsafe { self.job.qos_ptr.as_ref() } {
-            if q.usage_factor >= 0.0 {
-                usage *= q.usage_factor;
-            }
-        }
-        // SAFETY: the job's association (or null); the caller holds the job lock.
-        unsafe { super::assoc::add_usage(self.job.assoc_ptr, usage) };
     }
 
     /// The raw pointer (for list/ptr comparisons).
@@ -254,44 +238,6 @@ impl<'a> JobRecord<'a> {
         // SAFETY: i is inside the allocation (checked above).
         let v = unsafe { slot.read() };
         (v != NO_CONSUME_VAL64).then_some(v)
-    }
-
-    /// GPUs allocated to the job, from `gres_list_alloc` (the GRES named `gpu`, all types):
-    /// without slurmdbd `gres/gpu` is not a TRES, so `tres_alloc_cnt` cannot say.
-    pub fn allocated_gpus(&self) -> u64 {
-        // SAFETY: the job's allocated GRES list (job lock held).
-        unsafe { gpu_records(self.job.gres_list_alloc) }
-            .map(|d| {
-                if d.total_gres >= NOT_A_COUNT {
-                    0
-                } else {
-                    d.total_gres
-                }
-            })
-            .sum()
-    }
-
-    /// The GPUs to charge for this job: [`Self::allocated_gpus`], or what its request implies
-    /// where Slurm has zeroed the allocation (see [`charged_gpus`]).
-    pub fn gpus_to_charge(&self) -> u64 {
-        let allocated = self.allocated_gpus();
-        if allocated > 0 {
-            return allocated;
-        }
-        let tasks = self.details().map_or(1, |d| u64::from(d.num_tasks));
-        let nodes = u64::from(self.job.node_cnt);
-        // SAFETY: the job's requested GRES list (job lock held).
-        let requests: Vec<GpuRequest> = unsafe { gpu_records(self.job.gres_list_req) }
-            .map(|d| GpuRequest {
-                per_job: d.gres_per_job,
-                per_node: d.gres_per_node,
-                per_task: d.gres_per_task,
-                per_socket: d.gres_per_socket,
-                nodes,
-                tasks,
-            })
-            .collect();
-        charged_gpus(allocated, &requests)
     }
 
     /// The state bits the pass's rules look at ([`gputopo_core::priority::recalc`]).
@@ -480,27 +426,5 @@ pub fn job_list_exists() -> bool {
     crate::slurm::ctld::JOB_LIST.ptr().is_some_and(|p| {
         // SAFETY: `list_t *job_list` in slurmctld; a pointer-sized read.
         !unsafe { p.as_ptr().read() }.is_null()
-    })
-}
-
-/// `NO_CONSUME_VAL64` (slurm.h); it and the two values above it mark "no count".
-const NOT_A_COUNT: u64 = 0xffff_ffff_ffff_fffd;
-
-/// The GPU records (`gres_name` "gpu") of a job GRES list.
-///
-/// # Safety
-/// `list` is null or a job's GRES list (`gres_list_req`/`gres_list_alloc`), job lock held.
-unsafe fn gpu_records<'a>(
-    list: *mut ffi::xlist,
-) -> impl Iterator<Item = &'a ffi::gres_job_state_t> {
-    // SAFETY: caller contract.
-    let list = unsafe { ListRef::<ffi::gres_state_t>::from_raw(list) };
-    list.into_iter().flat_map(|l| l.iter()).filter_map(|g| {
-        // SAFETY: NUL-terminated GRES name (or NULL).
-        let gpu =
-            !g.gres_name.is_null() && unsafe { CStr::from_ptr(g.gres_name) }.to_bytes() == b"gpu";
-        // SAFETY: a job GRES record's data is its gres_job_state_t.
-        gpu.then(|| unsafe { g.gres_data.cast::<ffi::gres_job_state_t>().as_ref() })
-            .flatten()
     })
 }

@@ -14,7 +14,10 @@
 
 pub mod assoc;
 pub mod job;
+pub mod long_double;
+pub mod site_factor;
 pub mod sprio;
+pub mod usage;
 pub mod xmalloc;
 
 use std::ffi::{CStr, c_char, c_int};
@@ -57,30 +60,8 @@ crate::ctld_symbol!(
 );
 
 unsafe extern "C" {
-    /// slurm-headers/priority_shim.c: `(double) *p` for a `long double *`.
-    fn gputopo_ld_get(p: *const u128) -> f64;
-    /// slurm-headers/priority_shim.c: `*p = v` for a `long double *`.
-    fn gputopo_ld_set(p: *mut u128, v: f64);
     /// slurm-headers/priority_shim.c: FairShareDampeningFactor for `priority_p_calc_fs_factor`.
     static mut gputopo_priority_damp_factor: u16;
-}
-
-/// Reads a `long double` field (bindgen gives it as `u128` storage).
-///
-/// # Safety
-/// `p` points to a live `long double` (16-byte x87 storage) that nobody writes concurrently.
-pub unsafe fn long_double_get(p: *const u128) -> f64 {
-    // SAFETY: caller contract; the shim only loads the value.
-    unsafe { gputopo_ld_get(p) }
-}
-
-/// Writes a `long double` field.
-///
-/// # Safety
-/// `p` points to a live `long double` the caller may write (assoc_mgr write lock held).
-pub unsafe fn long_double_set(p: *mut u128, v: f64) {
-    // SAFETY: caller contract.
-    unsafe { gputopo_ld_set(p, v) }
 }
 
 fn conf() -> &'static ffi::slurm_conf_t {
@@ -391,6 +372,14 @@ pub fn priority_type_is_gputopo() -> bool {
     let p = conf().priority_type;
     // SAFETY: NUL-terminated slurm_conf string (or NULL).
     !p.is_null() && unsafe { CStr::from_ptr(p) }.to_bytes() == b"priority/gputopo"
+}
+
+/// True when slurm.conf says `SelectType=select/gputopo_cons_tres` (this `.so` serves both
+/// roles, and slurmctld initialises the select plugin first).
+pub fn select_type_is_gputopo() -> bool {
+    let p = conf().select_type;
+    // SAFETY: NUL-terminated slurm_conf string (or NULL).
+    !p.is_null() && unsafe { CStr::from_ptr(p) }.to_bytes() == b"select/gputopo_cons_tres"
 }
 
 /// True when `PriorityWeightTRES` is set.

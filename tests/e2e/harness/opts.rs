@@ -51,6 +51,8 @@ pub struct Opts {
     /// Nodes whose slurmd sees a fake NVML's GPUs (`n1=FIXTURE,...`, `cluster.sh --nvml`):
     /// with `AutoDetect=nvml` in gres.conf, Slurm's own gpu/nvml plugin detects them.
     pub nvml: Option<String>,
+    /// Another build of the plugin than `GPUTOPO_PLUGIN_SO` (e.g. the `test-panic` one).
+    pub plugin_so: Option<PathBuf>,
 }
 
 impl Default for Opts {
@@ -75,6 +77,7 @@ impl Default for Opts {
             slurmctld_prefix: None,
             backup: false,
             nvml: None,
+            plugin_so: None,
         }
     }
 }

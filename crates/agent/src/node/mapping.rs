@@ -1,7 +1,8 @@
 //! Index mapping: which NVML device is Slurm's GPU i, by device identity.
 //!
 //! 1. Slurm's own GPU list for the node, in its index order, from the inputs slurmd reads:
-//!    gres.conf (`GresConf=`, else next to gputopo.conf) and, next to it, `fake_gpus.conf`
+//!    gres.conf (`GresConf=`, else next to slurm.conf; `Include` lines followed, or the agent
+//!    refuses: [`super::conf_include`]) and, next to it, `fake_gpus.conf`
 //!    (slurmd's stand-in for NVML) or, with `AutoDetect=nvml`, the NVML devices themselves.
 //!    The rule is Slurm's (`gputopo_core::identity`, with the Slurm code it reproduces).
 //! 2. Each Slurm GPU's device file gives its device minor: the minor of the character device
@@ -64,11 +65,7 @@ pub struct Mapping {
 /// # Errors
 /// Why Slurm's GPUs cannot be tied to NVML devices; the agent must not publish then.
 pub fn map_node(gres_path: &Path, node: &str, devices: &[Device]) -> Result<Mapping, String> {
-    let gres = match std::fs::read_to_string(gres_path) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(format!("{}: {e}", gres_path.display())),
-    };
+    let gres = super::conf_include::read(gres_path)?;
     let fake_path = gres_path.with_file_name("fake_gpus.conf");
     let fake = match std::fs::read_to_string(&fake_path) {
         Ok(t) => Some(t),
@@ -165,6 +162,20 @@ pub fn map_texts(
         .iter()
         .map(|f| f.as_deref().and_then(|f| locate_mig(f, devices)))
         .collect();
+    // A record over several files (MultipleFiles=, or a MIG instance Slurm detected) that is
+    // no MIG instance the driver lists here: which device it is cannot be told, so nothing is
+    // published under a guessed index (a stale hand-written line after the instances changed).
+    if let Some(f) = all
+        .iter()
+        .zip(&migs)
+        .find_map(|(f, m)| f.as_deref().filter(|f| m.is_none() && f.contains(',')))
+    {
+        return Err(format!(
+            "Slurm's GPU with the files {f} is no MIG instance the driver lists \
+             ({}): correct gres.conf (`nvidia-smi mig -lgi` lists the GPU instances)",
+            mig::MIG_MINORS
+        ));
+    }
     let files: Vec<Option<String>> = all
         .iter()
         .zip(&migs)

@@ -11,6 +11,7 @@
 //! library, driver not loaded, init failed or timed out); 3 some GPU `unknown` (timeout, failed
 //! query, missing device); 4 some GPU `faulty` (and every GPU read).
 
+pub mod conf_include;
 pub mod gres_conf;
 pub mod health;
 pub mod kernel_log;

@@ -12,6 +12,8 @@
 //!    gputopo's own record made unusable (truncated, corrupted) is replaced, with a message
 //!    saying so.
 //! 4. Carry the steps out with scontrol, in order.
+//! 5. Keep the node's history as now published (`gputopo_hist`) in the state file, from which
+//!    step 3 puts it back into a record that lost it (an `Extra` cleared, a node re-created).
 //!
 //! All scontrol calls together are bounded by `PublishTimeoutSec`; a call still running then is
 //! killed. Exit codes: 0 Extra is up to date (written, or already current); 1 usage or
@@ -21,6 +23,7 @@
 
 use super::report;
 use super::settings::Settings;
+use super::xid_state;
 use gputopo_core::health::publish::{self, NodeRecord, PublishPolicy, Refusal, Step};
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -108,7 +111,12 @@ pub fn publish(args: &Args, s: &Settings) -> anyhow::Result<i32> {
         refresh_secs: a.publish_refresh_sec,
         drain_when_all_faulty: a.drain_when_all_faulty,
     };
-    let plan = match publish::plan(&node, r.health(), r.labels().as_ref(), now, policy) {
+    // The agent's copy of the node's history (its state file): put back where the record
+    // lost it, and kept as this publish leaves it.
+    let state = xid_state::path(a.state_dir.as_deref(), &s.node);
+    let (mut memory, _) = xid_state::load(&state);
+    let kept = std::mem::take(&mut memory.hist);
+    let plan = match publish::plan(&node, r.health(), r.labels().as_ref(), now, policy, &kept) {
         Ok(p) => p,
         Err(e @ Refusal::GpuCount { .. }) => {
             eprintln!("gputopo: error: node {}: {e}; not publishing", s.node);
@@ -147,6 +155,12 @@ pub fn publish(args: &Args, s: &Settings) -> anyhow::Result<i32> {
             return Ok(EXIT_SCONTROL);
         }
         println!("gputopo: node {}: {done}", s.node);
+    }
+    if plan.history != kept {
+        memory.hist = plan.history;
+        if let Err(e) = xid_state::save(&state, &memory) {
+            eprintln!("gputopo: publish: node {}: {e}", s.node);
+        }
     }
     Ok(report::EXIT_OK)
 }

@@ -4,14 +4,17 @@
 //!   [`gputopo_core::config::config_path`]); a missing file means defaults.
 //! - NVML library: `$GPUTOPO_NVML_LIB`, else `NvmlLibrary=`, else `libnvidia-ml.so.1`
 //!   (the environment wins so that one run can be pointed elsewhere for a test).
-//! - gres.conf (for the index mapping): `GresConf=`, else gres.conf next to gputopo.conf.
+//! - gres.conf (for the index mapping): `GresConf=`, else where slurmd reads it: next to
+//!   slurm.conf (`$SLURM_CONF`, else `/etc/slurm/slurm.conf`), whether or not gputopo.conf is
+//!   there too (`$GPUTOPO_CONF` may name another directory); its `Include` lines are
+//!   followed ([`super::conf_include`]).
 //! - node name: `--node`, else `$SLURMD_NODENAME` (set for HealthCheckProgram), else the short
 //!   host name.
 
 use anyhow::Context;
 use gputopo_core::config::{Config, config_path_from_env};
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Default NVML soname.
 pub const DEFAULT_LIBRARY: &str = "libnvidia-ml.so.1";
@@ -45,10 +48,7 @@ impl Settings {
             .or_else(|| config.agent.nvml_library.clone().map(Into::into))
             .unwrap_or_else(|| DEFAULT_LIBRARY.into());
         let gres_conf = config.agent.gres_conf.clone().unwrap_or_else(|| {
-            config_path
-                .parent()
-                .map_or_else(|| PathBuf::from("/etc/slurm"), PathBuf::from)
-                .join("gres.conf")
+            slurm_conf_dir(std::env::var_os("SLURM_CONF").map(PathBuf::from)).join("gres.conf")
         });
         let node = node
             .or_else(|| {
@@ -65,6 +65,16 @@ impl Settings {
             listen: false,
         })
     }
+}
+
+/// The directory of slurm.conf, where Slurm reads gres.conf (`get_extra_conf_path`): that of
+/// `slurm_conf` (`$SLURM_CONF`), else `/etc/slurm`.
+pub fn slurm_conf_dir(slurm_conf: Option<PathBuf>) -> PathBuf {
+    slurm_conf
+        .filter(|p| !p.as_os_str().is_empty())
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or_else(|| PathBuf::from("/etc/slurm"))
 }
 
 fn short_hostname() -> String {

@@ -57,6 +57,9 @@ pub struct Node {
     pub dir: PathBuf,
     pub fixture: String,
     pub lib: Option<PathBuf>,
+    /// `$SLURM_CONF` of the runs (`dir/slurm.conf`; the file need not exist): slurmd reads
+    /// gres.conf next to it.
+    pub slurm_conf: PathBuf,
 }
 
 impl Node {
@@ -75,6 +78,7 @@ impl Node {
             std::fs::write(dir.join("gres.conf"), g).expect("gres.conf");
         }
         Node {
+            slurm_conf: dir.join("slurm.conf"),
             dir,
             fixture: fixture_name.into(),
             lib: None,
@@ -90,7 +94,7 @@ impl Node {
             .env("GPUTOPO_NVML_LIB", lib)
             .env("FAKE_NVML_FIXTURE", fixture(&self.fixture))
             .env("SLURMD_NODENAME", "node1")
-            .env_remove("SLURM_CONF")
+            .env("SLURM_CONF", &self.slurm_conf)
             .output()
             .expect("running gputopo");
         (

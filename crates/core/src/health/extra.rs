@@ -420,6 +420,21 @@ pub fn merge_extra_with(
     ours: &NodeHealth,
     labels: Option<&labels::Labels>,
 ) -> Result<String, MergeRefused> {
+    merge_extra_keeping(existing, ours, labels, &[])
+}
+
+/// [`merge_extra_with`] with the agent's copy of the node's history (`kept`, from its state
+/// file): the events the record lacks (it was cleared, or the node re-created) are put back
+/// ([`history::union`]).
+///
+/// # Errors
+/// As [`merge_extra_with`].
+pub fn merge_extra_keeping(
+    existing: &str,
+    ours: &NodeHealth,
+    labels: Option<&labels::Labels>,
+    kept: &[history::Event],
+) -> Result<String, MergeRefused> {
     let obj = compose::object_of(existing)?;
     let drains = compose::drains_of(&obj)?;
     let before = read_extra(existing).ok().flatten().map(|p| p.health);
@@ -432,6 +447,7 @@ pub fn merge_extra_with(
             labels,
             drains,
             events,
+            kept,
         },
     ))
 }
@@ -461,6 +477,7 @@ pub fn write_drains(
             labels: None,
             drains,
             events,
+            kept: &[],
         },
     ))
 }

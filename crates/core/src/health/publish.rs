@@ -15,13 +15,16 @@
 //!   `refresh_secs`, so an unchanged report is not rewritten at every check, yet its age
 //!   stays within `PublishRefreshSec`.
 //! - `Extra` is written only when its value changes.
+//! - The node's history (`gputopo_hist`) gets back the events of the agent's copy (`kept`, its
+//!   state file) that the record lost; [`Plan::history`] is what the agent keeps next.
 //! - With `drain_when_all_faulty`, a node whose every GPU is faulty, or faulty or drained by
 //!   an administrator (`gputopo drain`), is drained (unless it already is), so `sinfo -R`
 //!   finds it; one bad GPU never drains a node: the select plugin skips exactly that GPU.
 
+use super::extra::history::{self, Event};
 use super::extra::labels::Labels;
 use super::{
-    ExtraError, MergeRefused, NodeHealth, Status, merge_extra_with, own_malformed, parse_extra,
+    ExtraError, MergeRefused, NodeHealth, Status, merge_extra_keeping, own_malformed, parse_extra,
 };
 
 /// The drain reason gputopo sets (operators see it in `sinfo -R`).
@@ -97,6 +100,8 @@ pub struct Plan {
     /// Why the current `Extra` is gputopo's own record made unusable, which this publish
     /// replaces (`None` when it is usable or not ours).
     pub replaces_own_malformed: Option<ExtraError>,
+    /// The node's history as [`Plan::extra`] holds it: the agent's copy from now on.
+    pub history: Vec<Event>,
 }
 
 impl Plan {
@@ -126,7 +131,8 @@ pub enum Refusal {
 }
 
 /// Decides what publishing `health` (with the capability `labels`, if NVML told them) does to
-/// `node` at `now` (seconds since the epoch); see the module docs for the rules.
+/// `node` at `now` (seconds since the epoch), with `kept` the agent's copy of the node's
+/// history; see the module docs for the rules.
 ///
 /// # Errors
 /// [`Refusal`] when nothing may be published.
@@ -136,6 +142,7 @@ pub fn plan(
     labels: Option<&Labels>,
     now: u64,
     policy: PublishPolicy,
+    kept: &[Event],
 ) -> Result<Plan, Refusal> {
     if let Some(configured) = node.configured_gpus.filter(|&n| n != health.gpus.len()) {
         return Err(Refusal::GpuCount {
@@ -150,11 +157,11 @@ pub fn plan(
         .and_then(|h| h.time)
         .filter(|&t| t <= now && now - t < policy.refresh_secs);
     health.time = fresh.or(Some(now));
-    let mut extra = merge_extra_with(current, &health, labels)?;
+    let mut extra = merge_extra_keeping(current, &health, labels, kept)?;
     if fresh.is_some() && extra != current {
         // Something else changed: the report is new, so is its time.
         health.time = Some(now);
-        extra = merge_extra_with(current, &health, labels)?;
+        extra = merge_extra_keeping(current, &health, labels, kept)?;
     }
     let mut steps = Vec::new();
     if extra != current {
@@ -179,11 +186,15 @@ pub fn plan(
         };
         steps.push(Step::Drain { reason });
     }
+    let history = serde_json::from_str::<serde_json::Value>(&extra)
+        .map(|v| history::read(v.get(history::KEY)))
+        .unwrap_or_default();
     Ok(Plan {
         extra,
         steps,
         health,
         replaces_own_malformed: own_malformed(current),
+        history,
     })
 }
 
@@ -236,7 +247,7 @@ mod tests {
     fn published(h: &NodeHealth, at: u64) -> String {
         let mut h = h.clone();
         h.time = Some(at);
-        merge_extra_with("", &h, None).expect("empty Extra merges")
+        crate::health::merge_extra("", &h).expect("empty Extra merges")
     }
 
     fn record(extra: &str, state: &str, configured: Option<usize>) -> NodeRecord {
@@ -273,6 +284,7 @@ mod tests {
             None,
             NOW,
             POLICY,
+            &[],
         )
         .expect("a plan");
         assert!(
@@ -289,6 +301,7 @@ mod tests {
             None,
             NOW,
             POLICY,
+            &[],
         )
         .expect("a plan");
         assert!(!p.steps.iter().any(|s| matches!(s, Step::Drain { .. })));
@@ -343,7 +356,7 @@ mod tests {
         };
         for c in cases {
             let name = c.name;
-            let p = plan(&c.node, c.health, None, NOW, c.policy).expect(name);
+            let p = plan(&c.node, c.health, None, NOW, c.policy, &[]).expect(name);
             assert_eq!(p.writes_extra(), c.writes_extra, "{name}: writes Extra");
             assert_eq!(p.steps.contains(&drain), c.drains, "{name}: drains");
             assert_eq!(p.health.time, Some(c.published_time), "{name}: time");
@@ -358,7 +371,14 @@ mod tests {
     #[test]
     fn refuses_what_must_not_be_published() {
         let ok = health(&[], 4);
-        let err = plan(&record("", "IDLE", Some(8)), ok.clone(), None, NOW, POLICY);
+        let err = plan(
+            &record("", "IDLE", Some(8)),
+            ok.clone(),
+            None,
+            NOW,
+            POLICY,
+            &[],
+        );
         assert_eq!(
             err,
             Err(Refusal::GpuCount {
@@ -372,8 +392,58 @@ mod tests {
             None,
             NOW,
             POLICY,
+            &[],
         );
         assert!(matches!(err, Err(Refusal::Extra(MergeRefused::NotJson(_)))));
+    }
+
+    #[test]
+    fn a_record_that_lost_its_history_gets_the_agents_copy_back() {
+        let bad = health(&[1], 2);
+        let first = plan(
+            &record("", "IDLE", Some(2)),
+            bad.clone(),
+            None,
+            NOW - 60,
+            POLICY,
+            &[],
+        )
+        .expect("a plan");
+        assert_eq!(
+            first.history.len(),
+            1,
+            "GPU 1 turned faulty: {}",
+            first.extra
+        );
+        // Cleared (or a re-created node): the agent's copy comes back, the event is not doubled.
+        let again = plan(
+            &record("", "IDLE", Some(2)),
+            bad,
+            None,
+            NOW,
+            POLICY,
+            &first.history,
+        )
+        .expect("a plan");
+        assert_eq!(again.history[0], first.history[0]);
+        assert_eq!(
+            again.history.len(),
+            2,
+            "and this publish's own: {}",
+            again.extra
+        );
+        // A record that has it all is not rewritten for it.
+        let kept = plan(
+            &record(&again.extra, "IDLE", Some(2)),
+            health(&[1], 2),
+            None,
+            NOW,
+            POLICY,
+            &first.history,
+        )
+        .expect("a plan");
+        assert!(!kept.writes_extra(), "{}", kept.extra);
+        assert_eq!(kept.history, again.history);
     }
 
     #[test]
@@ -384,6 +454,7 @@ mod tests {
             None,
             NOW,
             POLICY,
+            &[],
         )
         .expect("a JSON object merges");
         assert!(p.extra.contains(r#""rack":"r7""#), "{}", p.extra);

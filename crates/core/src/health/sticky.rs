@@ -9,14 +9,18 @@
 //! could not read the GPU's events does not count as clean.
 //!
 //! The same file keeps the hysteresis of the telemetry signals ([`XidMemory::step_signals`],
-//! policy in `telemetry`), per device and signal, and each device's last violation counters
-//! ([`XidMemory::step_counters`]), so one memory serves all three.
+//! policy in `telemetry`), per device and signal, each device's last violation counters
+//! ([`XidMemory::step_counters`]) and the widest PCIe link each device has shown in its slot
+//! ([`XidMemory::step_pcie`]), so one memory serves them all. It also keeps the agent's copy
+//! of the node's GPU state history (`hist`, `super::extra::history`), which publish puts back
+//! into a node record that lost it.
 //!
 //! The state is a small JSON file the agent owns (`StateDir`); [`XidMemory::parse`] rejects
 //! anything malformed, and the agent then starts afresh and says so.
 
+use super::extra::history::{self, Event};
 use super::kernel_xid::Cursor;
-use super::telemetry::{Signal, TelemetryPolicy, Track};
+use super::telemetry::{Link, Signal, Telemetry, TelemetryPolicy, Track};
 use super::violation::{self, Counter, Limit};
 use std::collections::BTreeMap;
 
@@ -40,6 +44,18 @@ pub struct Remembered {
     pub clean: u32,
 }
 
+/// The widest and fastest PCIe link one device has shown, and in which slot.
+#[derive(Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct LinkSeen {
+    /// The best link seen.
+    #[serde(flatten)]
+    pub best: Link,
+    /// The PCI bus id it was seen at: a card moved to another slot starts afresh (the new
+    /// slot may be wired narrower).
+    #[serde(rename = "b", default, skip_serializing_if = "Option::is_none")]
+    pub bus: Option<String>,
+}
+
 /// Remembered XIDs by device key.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct XidMemory {
@@ -53,6 +69,10 @@ pub struct XidMemory {
     pub warm: BTreeMap<String, Track>,
     /// Where the kernel log was read up to (`super::kernel_xid`); `None` before the first read.
     pub klog: Option<Cursor>,
+    /// Device key → the best PCIe link it has shown ([`XidMemory::step_pcie`]).
+    pub pcie: BTreeMap<String, LinkSeen>,
+    /// The node's history as the agent last published it (at most `history::MAX` events).
+    pub hist: Vec<Event>,
 }
 
 /// Most devices and XIDs per device kept (bounds a hostile or runaway file).
@@ -72,6 +92,10 @@ struct Wire {
     warm: BTreeMap<String, Track>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     klog: Option<Cursor>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pcie: BTreeMap<String, LinkSeen>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    hist: Vec<Event>,
 }
 
 impl XidMemory {
@@ -90,6 +114,8 @@ impl XidMemory {
             || w.signals.values().any(|t| t.len() > Signal::ALL.len())
             || w.counters.len() > MAX_DEVICES
             || w.warm.len() > MAX_DEVICES
+            || w.pcie.len() > MAX_DEVICES
+            || w.hist.len() > history::MAX
             || w.counters.values().any(|c| c.len() > Limit::ALL.len())
         {
             return Err("too many entries".into());
@@ -100,6 +126,8 @@ impl XidMemory {
             counters: w.counters,
             warm: w.warm,
             klog: w.klog,
+            pcie: w.pcie,
+            hist: w.hist,
         })
     }
 
@@ -112,6 +140,8 @@ impl XidMemory {
             counters: self.counters.clone(),
             warm: self.warm.clone(),
             klog: self.klog.clone(),
+            pcie: self.pcie.clone(),
+            hist: self.hist.clone(),
         };
         serde_json::to_string(&w).unwrap_or_else(|_| String::from("{}"))
     }
@@ -172,7 +202,7 @@ impl XidMemory {
                 .get(signal.token())
                 .copied()
                 .unwrap_or_default()
-                .step(s, p);
+                .step(s, &p.for_signal(signal));
             if t.is_idle() {
                 tracks.remove(signal.token());
             } else {
@@ -230,6 +260,38 @@ impl XidMemory {
         t.on
     }
 
+    /// Records the PCIe link device `key` shows this check at bus id `bus` and returns the
+    /// widest and fastest it has shown in that slot, this check included (`None` while no link
+    /// was ever readable). The baseline of `telemetry::Signal::PcieDegraded`: only a drop from
+    /// it is evidence. A device seen at another bus id starts afresh.
+    pub fn step_pcie(&mut self, key: &str, bus: Option<&str>, t: &Telemetry) -> Option<Link> {
+        let now = Link::current(t);
+        let known = self
+            .pcie
+            .get(key)
+            .filter(|s| s.bus.as_deref() == bus)
+            .map(|s| s.best);
+        let best = known.unwrap_or_default().max(now);
+        if best == Link::default() {
+            return None;
+        }
+        if known != Some(best) {
+            if !self.pcie.contains_key(key) && self.pcie.len() >= MAX_DEVICES {
+                if let Some(k) = self.pcie.keys().next().cloned() {
+                    self.pcie.remove(&k);
+                }
+            }
+            self.pcie.insert(
+                key.to_string(),
+                LinkSeen {
+                    best,
+                    bus: bus.map(str::to_string),
+                },
+            );
+        }
+        Some(best)
+    }
+
     fn evict_oldest(&mut self) {
         if let Some(k) = self
             .gpus
@@ -284,6 +346,14 @@ mod tests {
         let back = XidMemory::parse(&m.to_json()).unwrap();
         assert_eq!(back, m);
         assert_eq!(back.held("GPU-a"), &[48, 79]);
+        let hist =
+            r#"{"v":1,"gpus":{},"hist":[{"t":7,"i":3,"s":"faulty","src":"agent","r":["xid_79"]}]}"#;
+        assert_eq!(XidMemory::parse(hist).unwrap().to_json(), hist);
+        let many = format!(
+            r#"{{"v":1,"gpus":{{}},"hist":[{}]}}"#,
+            [r#"{"t":1,"i":0,"s":"ok","src":"agent"}"#; 17].join(",")
+        );
+        assert!(XidMemory::parse(&many).is_err(), "more than history::MAX");
         for bad in [
             "",
             "{",
@@ -363,6 +433,52 @@ mod tests {
         }
         assert!(!m.step_warm("GPU-a", Some(false), &p), "three clean checks");
         assert!(m.warm.is_empty());
+    }
+
+    #[test]
+    fn the_best_pcie_link_is_kept_per_slot_and_survives_the_file() {
+        let at = |generation, width| Telemetry {
+            pcie_gen: crate::health::Reading::Value((generation, 4)),
+            pcie_width: crate::health::Reading::Value((width, 16)),
+            ..Telemetry::default()
+        };
+        let link = |generation, width| Some(Link { generation, width });
+        let bus = Some("00000000:3B:00.0");
+        let mut m = XidMemory::default();
+        assert_eq!(m.step_pcie("GPU-a", bus, &Telemetry::default()), None);
+        assert!(m.pcie.is_empty(), "nothing readable, nothing kept");
+        // Idle at gen 1 x8 (a slot wired x8), then under load gen 4 x8: never wider than x8.
+        assert_eq!(m.step_pcie("GPU-a", bus, &at(1, 8)), link(1, 8));
+        let mut m = XidMemory::parse(&m.to_json()).expect("round trip");
+        assert_eq!(m.step_pcie("GPU-a", bus, &at(4, 8)), link(4, 8));
+        assert_eq!(m.step_pcie("GPU-a", bus, &at(1, 8)), link(4, 8));
+        // x16 once: from then on x8 is below what the card showed.
+        assert_eq!(m.step_pcie("GPU-a", bus, &at(4, 16)), link(4, 16));
+        assert_eq!(m.step_pcie("GPU-a", bus, &at(4, 8)), link(4, 16));
+        // Moved to another slot: that slot's link is the new baseline.
+        assert_eq!(
+            m.step_pcie("GPU-a", Some("00000000:5E:00.0"), &at(3, 8)),
+            link(3, 8)
+        );
+        assert!(
+            m.to_json()
+                .contains(r#""pcie":{"GPU-a":{"g":3,"w":8,"b":"00000000:5E:00.0"}}"#)
+        );
+        // Files of agents before the baseline read as none; the kernel-log cursor and the
+        // baseline live side by side.
+        assert!(
+            XidMemory::parse(r#"{"v":1,"gpus":{}}"#)
+                .unwrap()
+                .pcie
+                .is_empty()
+        );
+        let both =
+            r#"{"v":1,"gpus":{},"klog":{"boot":"b","seq":7},"pcie":{"GPU-a":{"g":4,"w":16}}}"#;
+        assert_eq!(XidMemory::parse(both).unwrap().to_json(), both);
+        for i in 0..(MAX_DEVICES + 3) {
+            m.step_pcie(&format!("GPU-{i}"), bus, &at(4, 16));
+        }
+        assert_eq!(m.pcie.len(), MAX_DEVICES, "bounded");
     }
 
     mod fuzz {

@@ -6,7 +6,12 @@
 //! speed), yet none of this is a fault. So these signals make a GPU `degraded` (used last),
 //! never `faulty`, and only once they are *sustained*: a signal must be seen in
 //! `TelemetryRaiseChecks` health checks in a row to count, and then stays until
-//! `TelemetryClearChecks` checks in a row did not see it. A check that could not read a signal
+//! `TelemetryClearChecks` checks in a row did not see it. Power capping is what a GPU does
+//! under full load (it runs at its enforced power limit, and the driver reports the SW power
+//! cap), so `power_capped` needs `PowerCapRaiseChecks` checks in a row (default 10: ten
+//! minutes at a 60 s `HealthCheckInterval`), longer than a burst of normal work at the limit
+//! ([`TelemetryPolicy::for_signal`]); the HW power brake (an external signal, e.g. from the
+//! power supply) is no load effect and counts as `hw_slowdown`. A check that could not read a signal
 //! changes nothing (missing telemetry is not evidence either way; many boards do not support
 //! every query).
 //!
@@ -23,15 +28,18 @@ pub enum Signal {
     /// thermal clock-event reason (HW thermal, SW thermal slowdown), or the thermal violation
     /// counter at `ViolationPercent` since the last check: `thermal`.
     Thermal,
-    /// Power draw at `PowerCapPercent` of the enforced limit, or a power clock-event reason
-    /// (SW power cap, HW power brake), or the power violation counter: `power_capped`.
+    /// Power draw at `PowerCapPercent` of the enforced limit, or the SW power cap clock-event
+    /// reason, or the power violation counter: `power_capped` (held to
+    /// `PowerCapRaiseChecks`: normal under load).
     PowerCapped,
-    /// The HW slowdown clock-event reason (the board's own protection, e.g. a failed fan or
-    /// an external power-brake signal), or the board-limit or reliability violation
-    /// counter: `hw_slowdown`.
+    /// The HW slowdown or HW power brake clock-event reason (the board's own protection, e.g.
+    /// a failed fan, or an external power-brake signal), or the board-limit or reliability
+    /// violation counter: `hw_slowdown`.
     HwSlowdown,
-    /// The PCIe link trained below the card's maximum width (and, with `PcieGenDegraded=yes`,
-    /// generation): `pcie_degraded`.
+    /// The PCIe link is narrower (and, with `PcieGenDegraded=yes`, slower) than the widest
+    /// (fastest) link this GPU has shown in its slot ([`Telemetry::pcie_best`]): `pcie_degraded`.
+    /// Not "below the card's maximum": a card in a slot wired x8 reports x8 of x16 all its life
+    /// (real A10G and Quadro P2000 reports), which is how the slot is built, not a fault.
     PcieDegraded,
     /// NVLink error counters (replay, recovery, CRC) summed over the GPU's links at or above
     /// `NvlinkErrorsDegraded`: `nvlink_errors`.
@@ -98,6 +106,10 @@ pub struct Telemetry {
     pub pcie_gen: Reading<(u32, u32)>,
     /// PCIe width: (current, max).
     pub pcie_width: Reading<(u32, u32)>,
+    /// The widest and fastest link this GPU has shown in its slot, this check included: the
+    /// agent's memory ([`super::sticky::XidMemory::step_pcie`]); `None` without one (then the
+    /// link is no evidence).
+    pub pcie_best: Option<Link>,
     /// NVLink replay + recovery + CRC errors over the GPU's active links (`NotSupported` on
     /// GPUs without NVLink).
     pub nvlink_errors: Reading<u64>,
@@ -109,6 +121,36 @@ pub struct Telemetry {
     pub throttled_pct: Vec<(Limit, u32)>,
 }
 
+/// A PCIe link: generation and width (lanes); 0 = never read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Link {
+    /// PCIe generation (1 = 2.5 GT/s ... 5 = 32 GT/s).
+    #[serde(rename = "g", default)]
+    pub generation: u32,
+    /// Lanes.
+    #[serde(rename = "w", default)]
+    pub width: u32,
+}
+
+impl Link {
+    /// This check's link, where readable and trained (a current value of 0 is no reading).
+    pub fn current(t: &Telemetry) -> Link {
+        let cur = |r: &Reading<(u32, u32)>| r.value().map_or(0, |&(c, _)| c);
+        Link {
+            generation: cur(&t.pcie_gen),
+            width: cur(&t.pcie_width),
+        }
+    }
+
+    /// Each component the larger of the two.
+    pub fn max(self, o: Link) -> Link {
+        Link {
+            generation: self.generation.max(o.generation),
+            width: self.width.max(o.width),
+        }
+    }
+}
+
 /// Telemetry thresholds (`gputopo.conf`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TelemetryPolicy {
@@ -117,8 +159,8 @@ pub struct TelemetryPolicy {
     /// `power_capped` at this share of the enforced limit, in percent; 0 = only the clock-event
     /// reasons count. Default 100.
     pub power_cap_percent: u32,
-    /// A PCIe generation below the maximum counts too. Default no: GPUs lower the generation
-    /// themselves when idle to save power.
+    /// A PCIe generation below the fastest this GPU has shown counts too. Default no: GPUs
+    /// lower the generation themselves when idle to save power.
     pub pcie_gen_degraded: bool,
     /// `nvlink_errors` at this many errors; 0 = off. Default 100.
     pub nvlink_errors_degraded: u64,
@@ -133,6 +175,9 @@ pub struct TelemetryPolicy {
     pub warm_clear_checks: u32,
     /// Checks in a row a signal must be seen to count. Default 2.
     pub raise_checks: u32,
+    /// Checks in a row `power_capped` must be seen to count (a GPU under full load runs at
+    /// its power limit). Default 10.
+    pub power_cap_raise_checks: u32,
     /// Checks in a row without it before it stops counting. Default 3.
     pub clear_checks: u32,
 }
@@ -148,7 +193,22 @@ impl Default for TelemetryPolicy {
             warm_raise_checks: 1,
             warm_clear_checks: 3,
             raise_checks: 2,
+            power_cap_raise_checks: 10,
             clear_checks: 3,
+        }
+    }
+}
+
+impl TelemetryPolicy {
+    /// The policy [`Track::step`] applies to `signal`: `PowerCapRaiseChecks` in place of
+    /// `TelemetryRaiseChecks` for [`Signal::PowerCapped`].
+    pub fn for_signal(&self, signal: Signal) -> TelemetryPolicy {
+        match signal {
+            Signal::PowerCapped => TelemetryPolicy {
+                raise_checks: self.power_cap_raise_checks,
+                ..*self
+            },
+            _ => *self,
         }
     }
 }
@@ -177,11 +237,17 @@ pub fn signals(t: &Telemetry, p: &TelemetryPolicy) -> [(Signal, Option<bool>); 5
         }
         _ => None,
     };
-    let below = |r: &Reading<(u32, u32)>| r.value().map(|&(cur, max)| cur > 0 && cur < max);
+    // Below what this GPU has shown before in this slot, not below its maximum (see
+    // Signal::PcieDegraded); no memory, no evidence.
+    let below = |r: &Reading<(u32, u32)>, best: fn(Link) -> u32| {
+        let best = best(t.pcie_best?);
+        r.value().map(|&(cur, _)| cur > 0 && cur < best)
+    };
+    let width = below(&t.pcie_width, |l| l.width);
     let pcie = if p.pcie_gen_degraded {
-        or(below(&t.pcie_width), below(&t.pcie_gen))
+        or(width, below(&t.pcie_gen, |l| l.generation))
     } else {
-        below(&t.pcie_width)
+        width
     };
     let nvlink = t
         .nvlink_errors
@@ -205,15 +271,12 @@ pub fn signals(t: &Telemetry, p: &TelemetryPolicy) -> [(Signal, Option<bool>); 5
         ),
         (
             Signal::PowerCapped,
-            or(
-                or(power, bits(b::SW_POWER_CAP | b::HW_POWER_BRAKE)),
-                violated(&[Limit::Power]),
-            ),
+            or(or(power, bits(b::SW_POWER_CAP)), violated(&[Limit::Power])),
         ),
         (
             Signal::HwSlowdown,
             or(
-                bits(b::HW_SLOWDOWN),
+                bits(b::HW_SLOWDOWN | b::HW_POWER_BRAKE),
                 violated(&[Limit::BoardLimit, Limit::Reliability]),
             ),
         ),

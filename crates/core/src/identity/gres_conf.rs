@@ -8,7 +8,8 @@ use crate::topology::gres_conf_parse::expand_hostlist;
 /// A node's GPU lines of gres.conf.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NodeGres {
-    /// One record per GPU, in gres.conf order (`File=` ranges expanded, `Count=` split).
+    /// One record per GPU, in gres.conf order (`File=` ranges expanded, `Count=` split; a
+    /// `MultipleFiles=` line is one GPU whose file is the comma list, as Slurm keeps it).
     pub gpus: Vec<Record>,
     /// The `AutoDetect=` value that applies to the node (a line naming it wins over a global
     /// one), lower case.
@@ -69,15 +70,33 @@ pub fn read(text: &str, node: &str) -> Result<NodeGres, LineError> {
             type_name: get(&words, "Type").map(str::to_string),
             links: get(&words, "Links").map(str::to_string),
         };
-        match get(&words, "File") {
-            Some(f) => {
+        match (get(&words, "File"), get(&words, "MultipleFiles")) {
+            (Some(_), Some(_)) => {
+                return Err(LineError::new(
+                    line,
+                    "MultipleFiles",
+                    "File= and MultipleFiles= exclude each other (slurmd refuses the line)",
+                ));
+            }
+            // One GPU over several device files: a MIG instance written by hand is its
+            // parent's file and the capability files of its GPU and compute instance. Slurm
+            // keeps the list as the record's file and sorts by it like any File=.
+            (None, Some(m)) => {
+                let files =
+                    expand_hostlist(m).map_err(|e| LineError::new(line, "MultipleFiles", e))?;
+                if out.gpus.len() >= MAX_RECORDS {
+                    return Err(LineError::new(line, "MultipleFiles", "too many GPUs"));
+                }
+                out.gpus.push(one(Some(files.join(","))));
+            }
+            (Some(f), None) => {
                 let files = expand_hostlist(f).map_err(|m| LineError::new(line, "File", m))?;
                 if out.gpus.len() + files.len() > MAX_RECORDS {
                     return Err(LineError::new(line, "File", "too many GPUs"));
                 }
                 out.gpus.extend(files.into_iter().map(|f| one(Some(f))));
             }
-            None => {
+            (None, None) => {
                 let count: usize = get(&words, "Count")
                     .unwrap_or("1")
                     .parse()

@@ -130,6 +130,30 @@ fn config_only_and_countless_records() {
 }
 
 #[test]
+fn multiple_files_is_one_gpu_over_its_files() {
+    // A MIG instance written by hand (Slurm's gres.conf man page): the parent's device file and
+    // the capability files of its GPU and compute instance; the list is the record's file.
+    let t = "Name=gpu Type=1g.10gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap[21-22]\n\
+             Name=gpu Type=a100 File=/dev/nvidia1\n";
+    let g = read(t, "n1").unwrap();
+    let files: Vec<Option<&str>> = g.gpus.iter().map(|r| r.file.as_deref()).collect();
+    assert_eq!(
+        files,
+        [
+            Some("/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21,/dev/nvidia-caps/nvidia-cap22"),
+            Some("/dev/nvidia1")
+        ]
+    );
+    assert!(
+        read(
+            "Name=gpu File=/dev/nvidia0 MultipleFiles=/dev/nvidia0\n",
+            "n1"
+        )
+        .is_err()
+    );
+}
+
+#[test]
 fn autodetect_for_the_node_wins() {
     let t = "AutoDetect=off\nNodeName=n1 AutoDetect=NVML\nNodeName=n2 AutoDetect=off\nName=gpu Count=2\n";
     let g = read(t, "n1").unwrap();

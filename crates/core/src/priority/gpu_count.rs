@@ -1,5 +1,10 @@
 //! How many GPUs a job that ran held, for charging the usage ledger.
 //!
+//! In GPU equivalents: whole GPUs count one each, and a job of shared GRES (`shard`, `mps`)
+//! counts the part of each GPU its shares are ([`shared_gpu_share`]): 2 of a GPU's 4 shards
+//! are half a GPU, 25 of its 100 MPS shares a quarter. Without this a shard user's usage would
+//! be nothing, and shards the free way to use GPUs.
+//!
 //! Slurm's own count of a job's GPUs (`total_gres` of its allocated GRES, the per-node counts
 //! and bitmaps) is the answer while the job runs. After a backup controller has taken over,
 //! Slurm zeroes those for jobs that end there (seen on 22.05.8 with stock cons_tres:
@@ -50,9 +55,38 @@ pub fn charged_gpus(allocated: u64, requests: &[GpuRequest]) -> u64 {
     }
 }
 
+/// A job's shares of one sharing record (one GPU's `shard` or `mps` record): `held` of the
+/// record's `avail` shares.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SharedHeld {
+    /// Shares the job holds on the record.
+    pub held: u64,
+    /// Shares the record has (`topo_gres_cnt_avail`): the whole GPU.
+    pub avail: u64,
+}
+
+/// The GPU equivalents of a job's shared GRES: `held / avail` summed over the records it
+/// holds shares of (a record without shares counts nothing).
+pub fn shared_gpu_share(held: &[SharedHeld]) -> f64 {
+    held.iter()
+        .filter(|h| h.avail > 0)
+        .map(|h| h.held as f64 / h.avail as f64)
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shares_are_parts_of_their_gpu() {
+        let h = |held, avail| SharedHeld { held, avail };
+        assert_eq!(shared_gpu_share(&[h(2, 4)]), 0.5, "2 of 4 shards");
+        assert_eq!(shared_gpu_share(&[h(25, 100)]), 0.25, "25 % MPS");
+        assert_eq!(shared_gpu_share(&[h(4, 4), h(1, 4)]), 1.25, "over two GPUs");
+        assert_eq!(shared_gpu_share(&[h(3, 0)]), 0.0, "a record without shares");
+        assert_eq!(shared_gpu_share(&[]), 0.0);
+    }
 
     #[test]
     fn allocated_count_wins() {

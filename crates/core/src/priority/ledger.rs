@@ -15,7 +15,7 @@
 //! [`Ledger::from_json`]); reading and writing the file is [`super::ledger_file`].
 
 use super::fair_tree::{AssocId, AssocTree};
-use super::reset::{ResetPeriod, next_reset};
+use super::reset::ResetSchedule;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -88,8 +88,9 @@ pub struct UsageCharge {
     pub account: String,
     /// User name (or uid as text).
     pub user: String,
-    /// GPUs allocated.
-    pub gpus: u64,
+    /// GPUs allocated, in GPU equivalents: whole GPUs plus the shares of shared GRES
+    /// (`shard`, `mps`) as the part of a GPU they are ([`super::gpu_count::shared_gpu_share`]).
+    pub gpus: f64,
     /// TRES billing of the allocation (`billable_tres`).
     pub billing: f64,
     /// Seconds of the interval the job ran (already clipped to its start/end).
@@ -185,39 +186,13 @@ impl Ledger {
     }
 
     /// Applies `PriorityUsageResetPeriod` at `now` (the decay loop's pass), as multifactor's
-    /// decay thread does: `Now` clears when `start_of_loop` is set (the first pass after a
-    /// start or reconfigure); a calendar period clears when its next boundary after the last
-    /// reset has passed, and that boundary becomes the last reset. A ledger that never reset
-    /// counts from `now` (multifactor starts from its thread's start time). Returns whether
-    /// usage was cleared.
-    pub fn apply_reset(
-        &mut self,
-        period: ResetPeriod,
-        now: i64,
-        utc_offset: i64,
-        start_of_loop: bool,
-    ) -> bool {
-        if period == ResetPeriod::None {
-            return false;
+    /// decay thread does ([`ResetSchedule::due`]); returns whether usage was cleared.
+    pub fn apply_reset(&mut self, schedule: &mut ResetSchedule, now: i64, utc_offset: i64) -> bool {
+        let due = schedule.due(&mut self.last_reset, now, utc_offset);
+        if due {
+            self.entries.clear();
         }
-        if period == ResetPeriod::Now {
-            if start_of_loop {
-                self.entries.clear();
-                self.last_reset = now;
-            }
-            return start_of_loop;
-        }
-        if self.last_reset == 0 {
-            self.last_reset = now;
-        }
-        match next_reset(period, self.last_reset, now, utc_offset) {
-            Some(next) if now >= next => {
-                self.entries.clear();
-                self.last_reset = next;
-                true
-            }
-            _ => false,
-        }
+        due
     }
 
     /// When usage was last cleared by `PriorityUsageResetPeriod` (0: never).
@@ -235,7 +210,7 @@ impl Ledger {
             .entries
             .entry((c.account.clone(), c.user.clone()))
             .or_default();
-        u.gpu_secs += run_decay * c.gpus as f64;
+        u.gpu_secs += run_decay * c.gpus;
         u.billing_secs += run_decay * c.billing;
     }
 
@@ -378,12 +353,13 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::priority::reset::ResetPeriod;
 
     fn charge(acct: &str, user: &str, gpus: u64, secs: f64) -> UsageCharge {
         UsageCharge {
             account: acct.into(),
             user: user.into(),
-            gpus,
+            gpus: gpus as f64,
             billing: 0.0,
             run_secs: secs,
         }
@@ -443,24 +419,21 @@ mod tests {
             l.charge(&UsageCharge {
                 account: UNVERIFIED_ACCOUNT.into(),
                 user: "1000".into(),
-                gpus: 1,
+                gpus: 1.0,
                 billing: 1.0,
                 run_secs: 60.0,
             })
         };
         let mut l = Ledger::new(0, t0);
         charge(&mut l);
-        assert!(!l.apply_reset(ResetPeriod::None, t0 + 400 * day, 0, true));
-        assert!(
-            !l.apply_reset(ResetPeriod::Daily, t0, 0, true),
-            "counts from now"
-        );
-        assert!(!l.apply_reset(ResetPeriod::Daily, t0 + 3600, 0, false));
+        let mut none = ResetSchedule::new(ResetPeriod::None);
+        assert!(!l.apply_reset(&mut none, t0 + 400 * day, 0));
+        let mut daily = ResetSchedule::new(ResetPeriod::Daily);
+        l.last_reset = 0;
+        assert!(!l.apply_reset(&mut daily, t0, 0), "counts from now");
+        assert!(!l.apply_reset(&mut daily, t0 + 3600, 0));
         assert_eq!(l.len(), 1);
-        assert!(
-            l.apply_reset(ResetPeriod::Daily, t0 + day, 0, false),
-            "after midnight"
-        );
+        assert!(l.apply_reset(&mut daily, t0 + day, 0), "after midnight");
         assert!(l.is_empty());
         let midnight = t0 - 10 * 3600 - 1800 + day;
         assert_eq!(l.last_reset(), midnight);
@@ -468,15 +441,18 @@ mod tests {
         // The reset time survives the file.
         let back = Ledger::from_json(&l.to_json(), 0, Path::new("x")).unwrap();
         assert_eq!(back.last_reset(), midnight);
-        assert!(
-            !l.clone()
-                .apply_reset(ResetPeriod::Daily, midnight + 3600, 0, false)
-        );
-        // NOW clears only at the loop's start.
-        assert!(!l.apply_reset(ResetPeriod::Now, t0 + 2 * day, 0, false));
-        assert_eq!(l.len(), 1);
-        assert!(l.apply_reset(ResetPeriod::Now, t0 + 2 * day, 0, true));
+        assert!(!l.clone().apply_reset(
+            &mut ResetSchedule::new(ResetPeriod::Daily),
+            midnight + 3600,
+            0
+        ));
+        // NOW clears once per schedule (the loop's start, each reconfigure).
+        let mut now = ResetSchedule::new(ResetPeriod::Now);
+        assert!(l.apply_reset(&mut now, t0 + 2 * day, 0));
         assert!(l.is_empty());
+        charge(&mut l);
+        assert!(!l.apply_reset(&mut now, t0 + 2 * day + 60, 0));
+        assert_eq!(l.len(), 1);
         // A file without the field reads as "never reset".
         let old = r#"{"version":1,"last_decay":5,"entries":[]}"#;
         let o = Ledger::from_json(old, 0, Path::new("x")).unwrap();

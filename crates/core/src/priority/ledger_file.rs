@@ -100,7 +100,7 @@ mod tests {
         l.charge(&UsageCharge {
             account: "a".into(),
             user: "1000".into(),
-            gpus: 2,
+            gpus: 2.0,
             billing: 3.25,
             run_secs: 7.0,
         });

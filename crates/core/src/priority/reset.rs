@@ -46,6 +46,54 @@ impl ResetPeriod {
     }
 }
 
+/// The reset schedule of one decay loop: multifactor's `reset_period` and `next_reset`, the
+/// locals of `_decay_thread` that each start of the loop and each reconfigure make afresh.
+/// Shared by the association usage (with slurmdbd) and gputopo's ledger (without).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResetSchedule {
+    period: ResetPeriod,
+    /// The cached next boundary (0: not computed yet).
+    next: i64,
+}
+
+impl ResetSchedule {
+    /// A loop's schedule for `period` (at the loop's start and after a reconfigure).
+    pub fn new(period: ResetPeriod) -> ResetSchedule {
+        ResetSchedule { period, next: 0 }
+    }
+
+    /// Whether usage is cleared at the pass at `now`, moving `last_reset` as multifactor
+    /// moves `g_last_reset`: a `last_reset` of 0 counts from `now` (the loop's start time);
+    /// `Now` clears once per schedule; a calendar period clears once its boundary after
+    /// `last_reset` (computed once, then after each reset) has passed, and that boundary
+    /// becomes the last reset.
+    pub fn due(&mut self, last_reset: &mut i64, now: i64, utc_offset: i64) -> bool {
+        if *last_reset == 0 {
+            *last_reset = now;
+        }
+        match self.period {
+            ResetPeriod::None => false,
+            ResetPeriod::Now => {
+                self.period = ResetPeriod::None;
+                *last_reset = now;
+                true
+            }
+            p => {
+                let next = |from| next_reset(p, from, now, utc_offset).unwrap_or(i64::MAX);
+                if self.next == 0 {
+                    self.next = next(*last_reset);
+                }
+                if now < self.next {
+                    return false;
+                }
+                *last_reset = self.next;
+                self.next = next(*last_reset);
+                true
+            }
+        }
+    }
+}
+
 /// The next reset after `last_reset` (Unix seconds), as multifactor's `_next_reset`: the next
 /// calendar boundary after the day of `last_reset`, and for `DAILY`/`WEEKLY` skipped forward
 /// so that it is at most one period before `now`. `None` for `None` and `Now`.
@@ -179,5 +227,29 @@ mod tests {
         assert!(next <= now && next + DAY >= now, "{next} vs {now}");
         assert_eq!(ResetPeriod::from_slurm(4), ResetPeriod::Monthly);
         assert_eq!(ResetPeriod::from_slurm(99), ResetPeriod::None);
+    }
+
+    #[test]
+    fn schedule_caches_the_boundary_as_the_decay_thread() {
+        let mut last = 0;
+        let mut s = ResetSchedule::new(ResetPeriod::Daily);
+        assert!(!s.due(&mut last, T, 0), "counts from the loop's start");
+        assert_eq!(last, T);
+        assert!(!s.due(&mut last, T + 3600, 0));
+        let midnight = utc(2026, 12, 2);
+        assert!(s.due(&mut last, midnight, 0));
+        assert_eq!(last, midnight);
+        assert!(!s.due(&mut last, midnight + 60, 0), "once per boundary");
+        assert!(s.due(&mut last, midnight + DAY, 0));
+        // NOW: once per schedule (a reconfigure makes a new one).
+        let mut s = ResetSchedule::new(ResetPeriod::Now);
+        let mut last = 5;
+        assert!(s.due(&mut last, T, 0));
+        assert_eq!(last, T);
+        assert!(!s.due(&mut last, T + 60, 0));
+        let mut none = ResetSchedule::new(ResetPeriod::None);
+        let mut last = 0;
+        assert!(!none.due(&mut last, T, 0));
+        assert_eq!(last, T, "g_last_reset starts at the loop's start");
     }
 }

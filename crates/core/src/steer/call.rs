@@ -25,7 +25,9 @@ pub use answer::{
 pub use events::Event;
 pub use judge::{GpuWrite, Placement, SharedWrite, Verdict, judge};
 pub use plan::{Start, candidate, filter_rule, start};
-pub use snapshot::{GpuNeed, Gpus, JobFacts, Modelled, NodeState, Snapshot};
+pub use snapshot::{
+    GpuNeed, Gpus, JobFacts, Modelled, NodeSharing, NodeState, ShareNeed, Snapshot,
+};
 
 use super::key_memo::KeyMemos;
 use super::tries::{Answer, Tries};

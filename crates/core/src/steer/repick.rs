@@ -106,6 +106,10 @@ pub enum KeepReason {
     /// A better-connected set exists but is not taken: `TopologyAware=no`, or Slurm does
     /// not know the node's topology (no `Type=`/`Cores=` in gres.conf). Set by the caller.
     TopologyOff,
+    /// The job's GPUs are tied to its cores or sockets beyond what the re-pick models
+    /// (`--gpus-per-socket`, the node's `RestrictedCoresPerGPU`): cons_tres's healthy pick
+    /// stands ([`keep_pinned`]).
+    Pinned,
 }
 
 /// Why a new set replaces cons_tres's pick.
@@ -133,6 +137,9 @@ pub enum ExcludeReason {
     },
     /// A whole-node job would receive the node's faulty GPU(s).
     WholeNodeHasFaulty,
+    /// cons_tres's pick of a pinned job ([`KeepReason::Pinned`]) holds a faulty GPU, and a
+    /// pinned pick is never replaced.
+    PinnedPickFaulty,
 }
 
 /// The outcome for one node.
@@ -178,6 +185,22 @@ impl<S> Decision<S> {
             Decision::Replace { set, .. } => Some(*set),
             Decision::ExcludeNode(_) => None,
         }
+    }
+}
+
+/// The decision for a job whose GPUs are tied to its cores or sockets beyond what the re-pick
+/// models (`--gpus-per-socket`: a count per socket of the cores cons_tres allocated;
+/// `RestrictedCoresPerGPU`: cores reserved for the GPUs cons_tres picked). Another set could
+/// break that tie, so the re-pick stands down: cons_tres's pick is kept when it holds no
+/// faulty GPU (degraded GPUs and topology are not weighed), and the node is excluded when it
+/// does, so cons_tres is asked again without it. A faulty GPU is never handed out either way.
+pub fn keep_pinned<S>(input: &NodeInput<'_>) -> Decision<S> {
+    if input.stock.is_empty() {
+        Decision::Keep(KeepReason::NothingSelected)
+    } else if input.stock.intersection(input.health.faulty).is_empty() {
+        Decision::Keep(KeepReason::Pinned)
+    } else {
+        Decision::ExcludeNode(ExcludeReason::PinnedPickFaulty)
     }
 }
 

@@ -249,8 +249,8 @@ fn check(
             clock_events: Reading::Value(bits),
             ..Telemetry::default()
         };
-        for (i, (_, seen)) in telemetry::signals(&t, p).into_iter().enumerate() {
-            track[i] = track[i].step(seen, p);
+        for (i, (signal, seen)) in telemetry::signals(&t, p).into_iter().enumerate() {
+            track[i] = track[i].step(seen, &p.for_signal(signal));
         }
         let w = &mut track[5];
         *w = w.step(telemetry::warm_seen(&t, p), &telemetry::warm_policy(p));

@@ -1,9 +1,13 @@
-//! `select_p_job_test` after a panic: the plugin no longer trusts its own decision code, but
-//! health still fails closed. Every node where gputopo knew a faulty GPU is withheld from
-//! cons_tres (a whole node, since no GPU re-pick runs now); everything else is plain
-//! cons_tres. Logged at error level once, counted on every call (`degraded_calls`).
+//! `select_p_job_test` after a panic: the plugin no longer trusts its decision code, but health
+//! still fails closed and stays current (issue 25 item 3). On every call each candidate's
+//! health is read as it is published now (the same cached `Extra` reading the normal path
+//! uses), and every node with a faulty or drained GPU is withheld from cons_tres (a whole
+//! node: no GPU re-pick runs now); everything else is plain cons_tres. So a fault published
+//! (or a drain set) after the panic is honoured too. Logged at error level once, counted on every call
+//! (`degraded_calls`).
 //!
-//! This path is kept tiny; if it panics itself, later calls forward unchanged.
+//! If this path panics itself, later calls withhold the nodes last seen with such a GPU
+//! (each reading here updates that list), without reading `Extra` again.
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,11 +16,12 @@ use gputopo_core::steer::tries::CallMode;
 
 use crate::ffi;
 use crate::plugin::select::steer::state::{Stats, SteerState};
-use crate::slurm::bitmap::NodeIndex;
+use crate::slurm::bitmap::{BitmapMut, NodeIndex};
+use crate::slurm::job::JobView;
 use crate::slurm::{EntryPtr, node};
 
-/// Set while this path runs; left set if it panicked (then every call forwards).
-static RUNNING: AtomicBool = AtomicBool::new(false);
+/// Set while the fresh reading runs; left set if it panicked (then the last list is used).
+static READING: AtomicBool = AtomicBool::new(false);
 /// The error line is written once.
 static REPORTED: AtomicBool = AtomicBool::new(false);
 
@@ -24,27 +29,60 @@ static REPORTED: AtomicBool = AtomicBool::new(false);
 pub fn job_test(
     st: &SteerState,
     forward: impl Fn() -> c_int,
+    job: Option<EntryPtr<'_, ffi::job_record_t>>,
     bitmap: Option<EntryPtr<'_, ffi::bitstr_t>>,
     mode: CallMode,
 ) -> c_int {
     let steered = matches!(mode, CallMode::RunNow | CallMode::WillRun);
-    if !steered || RUNNING.swap(true, Ordering::Relaxed) {
+    if !steered {
         return forward();
     }
     Stats::add(&st.stats.degraded_calls, 1);
-    let withheld = st.known_faulty_nodes();
     if !REPORTED.swap(true, Ordering::Relaxed) {
         log::error!(
-            "select/gputopo is degraded after an internal error: cons_tres decides alone, and the {} node(s) with GPUs known to be faulty are withheld",
-            withheld.len()
+            "select/gputopo is degraded after an internal error: cons_tres decides alone, and nodes with a GPU published faulty or drained are withheld"
         );
     }
-    if let Some(mut candidates) = bitmap.as_ref().and_then(node::candidates) {
-        for n in withheld {
-            let _ = candidates.clear(NodeIndex(n));
-        }
+    let Some(mut candidates) = bitmap.as_ref().and_then(node::candidates) else {
+        return forward();
+    };
+    if !st.config().health_aware {
+        return forward();
     }
-    let rc = forward();
-    RUNNING.store(false, Ordering::Relaxed);
-    rc
+    let withheld = match job {
+        Some(job) if !READING.swap(true, Ordering::Relaxed) => {
+            let w = read_faulty(st, &JobView::new(job), &candidates);
+            READING.store(false, Ordering::Relaxed);
+            w
+        }
+        _ => st.known_faulty_nodes(),
+    };
+    for n in withheld {
+        let _ = candidates.clear(NodeIndex(n));
+    }
+    forward()
+}
+
+/// The candidates with a GPU faulty or drained as published now (noted for the fallback list).
+fn read_faulty(
+    st: &SteerState,
+    job: &JobView<'_>,
+    candidates: &BitmapMut<'_, NodeIndex>,
+) -> Vec<usize> {
+    let mut out = Vec::new();
+    for ni in candidates.iter_set() {
+        let Some(nv) = node::view(job, ni) else {
+            continue;
+        };
+        let gpus = nv.gpus().map_or(0, |g| g.count());
+        let faulty = st
+            .node_health(&nv, gpus)
+            .map(|h| h.excluded_wide())
+            .unwrap_or_default();
+        if !faulty.is_empty() {
+            out.push(ni.0);
+        }
+        st.note_faulty(ni.0, faulty);
+    }
+    out
 }

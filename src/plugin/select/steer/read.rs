@@ -10,8 +10,8 @@
 use gputopo_core::WideSet;
 use gputopo_core::config::SelectConfig;
 use gputopo_core::steer::call::{
-    Chosen, GpuNeed, GpuPicks, Gpus, JobFacts, Mode, Modelled, NodeState, Pick, Selection,
-    SharedPick, SharedPicks, SharingRecord, Snapshot,
+    Chosen, GpuNeed, GpuPicks, Gpus, JobFacts, Mode, Modelled, NodeSharing, NodeState, Pick,
+    Selection, ShareNeed, SharedPick, SharedPicks, SharingRecord, Snapshot,
 };
 use gputopo_core::steer::model::wide_health;
 use gputopo_core::steer::tries::CallMode;
@@ -80,13 +80,21 @@ pub fn job_facts(job: &mut JobView<'_>, call: &Call<'_>, mode: Mode) -> JobFacts
         id: job.id().0,
         mode,
         need: need_of(&reqs, call.max_nodes),
-        shared: reqs.iter().any(|r| r.is_shared()),
+        shares: reqs
+            .iter()
+            .filter(|r| r.is_shared())
+            .map(|r| ShareNeed {
+                type_id: r.type_id(),
+                per_node: r.per_node().max(1),
+            })
+            .collect(),
         min_nodes: job.min_nodes(),
         required: job.required_nodes().into_iter().map(|n| n.0).collect(),
         whole_node: job.whole_node(),
         preemption: call.preemption,
         binding: job.enforce_binding(),
         reserved: call.reserved.is_some(),
+        per_socket: reqs.iter().any(|r| r.name() == GPU && r.per_socket() > 0),
     }
 }
 
@@ -102,14 +110,30 @@ const COLOCATION_BITS: u64 = 0xff;
 pub fn snapshot(
     st: &SteerState,
     cfg: &SelectConfig,
-    job: &JobView<'_>,
+    job: &mut JobView<'_>,
     facts: JobFacts,
     offered: &BitmapMut<'_, NodeIndex>,
 ) -> Snapshot {
     let mut nodes = Vec::with_capacity(offered.count());
+    let mut sharing = Vec::new();
+    let mut restricted = Vec::new();
+    let shared: Vec<String> = if facts.shares_only() && cfg.health_aware {
+        job.gres_requests()
+            .iter()
+            .filter(|r| r.is_shared())
+            .map(|r| r.name().to_owned())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let job = &*job;
     let mut models = st.models();
     for ni in offered.iter_set() {
-        let gpus = node::view(job, ni)
+        let view = node::view(job, ni);
+        if view.is_some_and(|nv| nv.restricted_cores_per_gpu() > 0) {
+            restricted.push(ni.0);
+        }
+        let gpus = view
             .and_then(|nv| {
                 let ng = nv.gpus()?;
                 if ng.is_wide() {
@@ -125,9 +149,43 @@ pub fn snapshot(
                 }))
             })
             .unwrap_or(Gpus::Opaque);
+        if !shared.is_empty() && matches!(gpus, Gpus::Modelled(_)) {
+            sharing.extend(node_sharing(job, ni, &shared));
+        }
         nodes.push(NodeState { node: ni.0, gpus });
     }
-    Snapshot { job: facts, nodes }
+    Snapshot {
+        job: facts,
+        nodes,
+        sharing,
+        restricted,
+    }
+}
+
+/// Node `ni`'s records of each shared GRES in `names` (the job's shared requests, in order).
+fn node_sharing(job: &JobView<'_>, ni: NodeIndex, names: &[String]) -> Option<NodeSharing> {
+    let nv = node::view(job, ni)?;
+    let records = names
+        .iter()
+        .map(|name| {
+            nv.gres(name)
+                .map(|g| g.shared_records().into_iter().map(sharing_record).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    Some(NodeSharing {
+        node: ni.0,
+        records,
+    })
+}
+
+fn sharing_record(r: crate::slurm::gres::SharedRecord) -> SharingRecord {
+    SharingRecord {
+        gpus: r.gpus,
+        type_id: r.type_id,
+        avail: r.avail,
+        alloc: r.alloc,
+    }
 }
 
 /// A node beyond the topology model, for health only (one warning per node says so).
@@ -138,7 +196,7 @@ fn wide_node(
     ng: &NodeGres<'_>,
 ) -> WideNode {
     st.note_unmodelled(nv.name(), ng.count());
-    let published = st.node_health(nv);
+    let published = st.node_health(nv, ng.count());
     st.note_faulty(
         nv.index().0,
         published
@@ -216,12 +274,7 @@ pub fn selection(job: &mut JobView<'_>, call: &Call<'_>) -> Selection {
                         records: shared
                             .shared_records()
                             .into_iter()
-                            .map(|r| SharingRecord {
-                                gpus: r.gpus,
-                                type_id: r.type_id,
-                                avail: r.avail,
-                                alloc: r.alloc,
-                            })
+                            .map(sharing_record)
                             .collect(),
                         // The GPUs allocated whole (the shared GRES's alt GRES).
                         whole: shared.shared_in_use(),

@@ -175,7 +175,7 @@ fn log_events(job: &JobView<'_>, snap: &Snapshot, cfg: &SelectConfig, events: &[
         let line = e.line(job_id, name.as_deref().unwrap_or(""));
         match e {
             Event::NoGpuSelected { .. } => log::warn!("{line}"),
-            Event::Skipped { .. } | Event::WidthMismatch { .. } => {
+            Event::Skipped { .. } | Event::SkippedShares { .. } | Event::WidthMismatch { .. } => {
                 log::debug!(target: "gputopo::select", "{line}");
             }
             Event::Decision(_) => emit(cfg.log_decisions, &line),

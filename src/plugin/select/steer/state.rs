@@ -13,11 +13,12 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use gputopo_core::WideSet;
 use gputopo_core::config::SelectConfig;
 use gputopo_core::health::extra::history;
-use gputopo_core::health::{NodeHealth, Parsed, Status, read_extra};
+use gputopo_core::health::{GpuHealth, NodeHealth, Parsed, Reason, Status, read_extra};
 use gputopo_core::placement::engine::Gputopo;
 use gputopo_core::steer::health_cache::{HealthCache, Lookup};
 use gputopo_core::steer::key_memo::KeyMemos;
 
+use crate::plugin::select::steer::persist::{self, ReadBack};
 use crate::slurm::log::EVENTS;
 use crate::slurm::node::NodeView;
 
@@ -38,7 +39,8 @@ pub struct SteerState {
     /// By node-table index (the slot of node `i` is `models[i]`, so the cache is bounded by
     /// the node table), looked up for every candidate on every call: an index, no hash.
     models: Mutex<Vec<Option<ModelEntry>>>,
-    /// Faulty GPUs per node index, as last read (kept for the degraded path after a panic).
+    /// Excluded (faulty or drained) GPUs per node index, as last read (kept for the degraded
+    /// path after a panic).
     faulty: Mutex<HashMap<usize, WideSet>>,
     /// Nodes already reported as too large to model (one log line per node).
     unmodelled: Mutex<HashSet<String>>,
@@ -135,50 +137,111 @@ impl SteerState {
         log::info!("select: {}", self.stats.summary());
     }
 
-    /// The node's published health (parsed once per `Extra` change). A bad value keeps the
-    /// node's last good health (health fails closed); each distinct bad value and each
-    /// partial record is logged once at error level.
-    pub(super) fn node_health(&self, node: &NodeView<'_>) -> Option<Arc<NodeHealth>> {
+    /// The node's published health (parsed once per `Extra` change), for a node of `gpus`
+    /// GPUs. A bad value keeps the node's last good health (health fails closed), read in
+    /// this process or, after a restart or takeover, from the persisted health
+    /// ([`persist`]); each distinct bad value and each partial record is logged once at error
+    /// level. While the persisted health is not read back, a node whose value is bad is
+    /// withheld (every GPU faulty). Each good value is handed to [`persist`].
+    pub(super) fn node_health(&self, node: &NodeView<'_>, gpus: usize) -> Option<Arc<NodeHealth>> {
         let mut cache = self.health.lock().unwrap_or_else(PoisonError::into_inner);
         let extra = node.extra();
         let parse = |s: &str| read_extra(s).map(|p| p.map(Arc::new));
         let found = cache.lookup(node.name(), extra.as_deref(), parse);
-        match &found {
+        let mut withhold = false;
+        let first = matches!(
+            found,
             Lookup::Parsed {
-                value,
                 first_seen: true,
-            } => {
-                if !value.problems.is_empty() {
+                ..
+            } | Lookup::Malformed {
+                first_seen: true,
+                ..
+            }
+        );
+        if let Some(at) = first.then(|| not_utf8(node.extra_bytes())).flatten() {
+            log::error!(
+                "node {}: node Extra is not valid UTF-8 (first invalid byte at offset {at}); read with each invalid sequence replaced",
+                node.name()
+            );
+        }
+        match &found {
+            Lookup::Parsed { value, first_seen } => {
+                if *first_seen && !value.problems.is_empty() {
                     log::error!(
                         "node {}: node Extra: gputopo health used in part: {}",
                         node.name(),
                         value.problems.join("; ")
                     );
                 }
-                self.announce(node.name(), value);
+                if *first_seen {
+                    self.announce(node.name(), value);
+                }
+                persist::remember(node.name(), extra.as_deref().unwrap_or_default());
             }
             Lookup::Malformed {
                 error,
-                first_seen: true,
+                first_seen,
                 kept,
             } => {
-                let keeps = match kept {
-                    Some(h) => format!(
-                        "keeping its last good health (faulty GPUs: {})",
-                        h.health.with_status(Status::Faulty)
-                    ),
-                    None => {
-                        "no earlier health is known, so its GPUs are treated as healthy".to_string()
-                    }
-                };
-                log::error!("node {}: {error}; {keeps}", node.name());
+                let read_back = persist::read_back();
+                withhold = read_back != ReadBack::Done;
+                if *first_seen {
+                    let keeps = match kept {
+                        _ if withhold => format!(
+                            "its GPUs are withheld until the persisted GPU health is read back ({})",
+                            if read_back == ReadBack::Pending {
+                                "after a reconfigure"
+                            } else {
+                                "the file cannot be read"
+                            }
+                        ),
+                        Some(h) => format!(
+                            "keeping its last good health (faulty GPUs: {})",
+                            h.health.with_status(Status::Faulty)
+                        ),
+                        None => "no earlier health is known, so its GPUs are treated as healthy"
+                            .to_string(),
+                    };
+                    log::error!("node {}: {error}; {keeps}", node.name());
+                }
             }
-            _ => {}
+            Lookup::NoInfo => {
+                if extra.as_deref().is_none_or(|e| e.trim().is_empty()) {
+                    persist::forget(node.name());
+                }
+            }
+        }
+        if withhold {
+            return Some(Arc::new(withheld(gpus)));
         }
         found.value().map(|p| Arc::new(p.health.clone()))
     }
 
-    /// Node indices with a GPU published faulty when their model was last built.
+    /// Applies what the persisted health's thread found ([`persist::take`]), at the start of a
+    /// job_test: the health cache starts over from a file read, and the models built from
+    /// what it replaces (or while nodes were withheld) go. One atomic comparison otherwise.
+    pub(super) fn sync_persisted(&self) {
+        if !persist::pending() {
+            return;
+        }
+        let Some(update) = persist::take() else {
+            return;
+        };
+        if let Some(seeds) = update.seeds {
+            let mut cache = self.health.lock().unwrap_or_else(PoisonError::into_inner);
+            cache.clear();
+            for (node, parsed) in seeds {
+                cache.seed(&node, parsed);
+            }
+        }
+        self.models
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    /// Node indices with a GPU published faulty or drained when last read.
     pub fn known_faulty_nodes(&self) -> Vec<usize> {
         let map = self.faulty.lock().unwrap_or_else(PoisonError::into_inner);
         map.iter()
@@ -187,7 +250,7 @@ impl SteerState {
             .collect()
     }
 
-    /// Remembers node `index`'s faulty GPUs for the degraded path ([`Self::known_faulty_nodes`]).
+    /// Remembers node `index`'s excluded GPUs for the degraded path ([`Self::known_faulty_nodes`]).
     pub(crate) fn note_faulty(&self, index: usize, faulty: WideSet) {
         self.faulty
             .lock()
@@ -208,5 +271,48 @@ impl SteerState {
                 gputopo_core::gpuset::MAX_GPUS
             );
         }
+    }
+}
+
+/// Where `extra` stops being UTF-8, if it does ([`NodeView::extra`] reads it with each invalid
+/// sequence replaced; the agent writes UTF-8, so such a value is someone else's or damaged).
+fn not_utf8(extra: Option<&[u8]>) -> Option<usize> {
+    std::str::from_utf8(extra?).err().map(|e| e.valid_up_to())
+}
+
+/// The health of a node withheld while its own cannot be known: every one of its `gpus` GPUs
+/// faulty.
+fn withheld(gpus: usize) -> NodeHealth {
+    let reason = Reason::Other("health_not_read_back".to_string());
+    NodeHealth::new(
+        (0..gpus)
+            .map(|index| GpuHealth {
+                index,
+                status: Status::Faulty,
+                reasons: vec![reason.clone()],
+                device: Default::default(),
+            })
+            .collect(),
+        None,
+        Vec::new(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_is_checked_where_extra_is_read() {
+        assert_eq!(not_utf8(None), None);
+        assert_eq!(not_utf8(Some(br#"{"gputopo":1}"#)), None);
+        assert_eq!(not_utf8(Some(b"{\"r\":\"ecc\xff\"}")), Some(9));
+    }
+
+    #[test]
+    fn a_withheld_node_has_every_gpu_faulty() {
+        let h = withheld(3);
+        assert_eq!(h.with_status(Status::Faulty).len(), 3);
+        assert_eq!(h.gpus[2].reasons[0].token(), "health_not_read_back");
     }
 }

@@ -1,6 +1,5 @@
-//! Writing a job record back: `prio_factors`, the per-partition/QOS priority array,
-//! `job_ptr->priority`, and priority/basic's release of unused GrpTRESRunMins (what
-//! multifactor's `_get_priority_internal` and `priority_p_job_end` store).
+//! Writing a job record back: `prio_factors`, the per-partition/QOS priority array and
+//! `job_ptr->priority` (what multifactor's `_get_priority_internal` stores).
 
 use std::ptr;
 
@@ -154,49 +153,5 @@ impl JobRecord<'_> {
     /// Sets `job_ptr->priority`.
     pub fn set_priority(&mut self, p: u32) {
         self.job.priority = p;
-    }
-
-    /// Releases this job's unused `grp_used_tres_run_secs` from its QOS and association chain
-    /// (priority/basic's `priority_p_job_end`). Caller holds the job write lock; this takes the
-    /// assoc_mgr QOS and association write locks.
-    pub fn release_tres_run_secs(&mut self, tres_cnt: usize) {
-        let secs = u64::from(self.job.time_limit) * 60;
-        let unused: Vec<u64> = (0..tres_cnt)
-            .map(|i| {
-                self.tres_alloc(i, tres_cnt)
-                    .map_or(0, |v| v.wrapping_mul(secs))
-            })
-            .collect();
-        let _locks = crate::slurm::prio::AssocLock::write_assoc_qos();
-        let release = |arr: *mut u64| {
-            // SAFETY: grp_used_tres_run_secs is null or xmalloc'ed by assoc_mgr (locks held).
-            let n = unsafe { capacity(arr) }.min(unused.len());
-            if n == 0 {
-                return;
-            }
-            // SAFETY: n entries lie inside the allocation; assoc_mgr write locks held, so
-            // nobody else touches them.
-            let used = unsafe { std::slice::from_raw_parts_mut(arr, n) };
-            for (slot, u) in used.iter_mut().zip(&unused) {
-                *slot = slot.saturating_sub(*u);
-            }
-        };
-        // SAFETY: qos/assoc records and their usage live as long as the assoc_mgr lists (locked).
-        if let Some(q) = unsafe { self.job.qos_ptr.as_ref() } {
-            // SAFETY: as above.
-            if let Some(u) = unsafe { q.usage.as_ref() } {
-                release(u.grp_used_tres_run_secs);
-            }
-        }
-        let mut assoc = self.job.assoc_ptr;
-        // SAFETY: parent chain of live associations, ending in NULL at root.
-        while let Some(a) = unsafe { assoc.as_ref() } {
-            // SAFETY: as above.
-            let Some(u) = (unsafe { a.usage.as_ref() }) else {
-                break;
-            };
-            release(u.grp_used_tres_run_secs);
-            assoc = u.parent_assoc_ptr;
-        }
     }
 }

@@ -25,29 +25,30 @@ fn the_recorded_cluster_in_openmetrics() {
     for want in [
         r#"gputopo_node_gpus_free{node="n2",Hostname="vm"} 5"#,
         r#"gputopo_node_gpus_free_nvlink_max{node="n2",Hostname="vm"} 3"#,
-        r#"gputopo_node_gpus_stranded{node="n4",Hostname="vm"} 7"#,
-        r#"gputopo_node_health_timestamp_seconds{node="n1",Hostname="vm"} 1796582216"#,
+        r#"gputopo_node_gpus_stranded{node="n2",Hostname="vm"} 5"#,
+        r#"gputopo_node_health_timestamp_seconds{node="n1",Hostname="vm"} 1796597661"#,
         r#"gputopo_node_health_record{node="n3",Hostname="vm",record="published"} 1"#,
-        r#"gputopo_gpu_health{node="n1",Hostname="vm",gpu="5",device="nvidia5",pci_bus_id="00000000:86:00.0",state="faulty"} 1"#,
+        r#"gputopo_gpu_health{node="n1",Hostname="vm",gpu="5",UUID="GPU-d61a0001-0000-4000-8000-000000000005",device="nvidia5",pci_bus_id="00000000:86:00.0",state="faulty"} 1"#,
         r#"gputopo_gpu_reason{node="n1",Hostname="vm",gpu="6",device="nvidia6",reason="gpu_lost"} 1"#,
-        r#"gputopo_gpu_xid{node="n4",Hostname="vm",gpu="1",device="nvidia1",pci_bus_id="00000000:11:00.0",xid="79",critical="true"} 1"#,
-        r#"gputopo_gpu_xid{node="n4",Hostname="vm",gpu="1",device="nvidia1",pci_bus_id="00000000:11:00.0",xid="62",critical="false"} 1"#,
-        r#"gputopo_gpu_allocated{node="n1",Hostname="vm",gpu="3",device="nvidia3"} 1"#,
-        r#"gputopo_gpu_warm{node="n2",Hostname="vm",gpu="1",device="nvidia1"} 1"#,
+        r#"gputopo_gpu_xid{node="n4",Hostname="vm",gpu="1",UUID="GPU-fa4e0000-0000-4000-8000-000900000001",device="nvidia1",pci_bus_id="00000000:11:00.0",xid="79",critical="true"} 1"#,
+        r#"gputopo_gpu_xid{node="n4",Hostname="vm",gpu="1",UUID="GPU-fa4e0000-0000-4000-8000-000900000001",device="nvidia1",pci_bus_id="00000000:11:00.0",xid="62",critical="false"} 1"#,
+        r#"gputopo_gpu_allocated{node="n1",Hostname="vm",gpu="3",UUID="GPU-d61a0001-0000-4000-8000-000000000003",device="nvidia3",pci_bus_id="00000000:0B:00.0"} 1"#,
+        r#"gputopo_gpu_warm{node="n2",Hostname="vm",gpu="1",UUID="GPU-d61a0001-0000-4000-8000-000000000001",device="nvidia1",pci_bus_id="00000000:07:00.0"} 1"#,
         r#"gputopo_job_placement_gpus{job_id="1",node="n1",link="NV2",optimal="yes"} 2"#,
-        r#"gputopo_job_placement_gpus{job_id="3",node="n1",link="none",optimal="yes"} 1"#,
+        r#"gputopo_job_placement_gpus{job_id="6",node="n1",link="none",optimal="yes"} 1"#,
         r#"gputopo_job_placement_gpus{job_id="4",node="n3",link="NV2",optimal="yes"} 2"#,
         r#"gputopo_job_pending_withheld_nodes{job_id="7"} 1"#,
     ] {
         assert!(t.lines().any(|l| l == want), "missing {want}");
     }
     // The cluster's counts, as a dashboard sums them.
-    assert_eq!(sum(&t, "gputopo_gpu_health", &[r#"state="faulty""#]), 3);
-    assert_eq!(sum(&t, "gputopo_gpu_health", &[r#"state="unknown""#]), 6);
+    // n4's GPUs 2-7 have no NVML device: faulty (issue 27), not unknown.
+    assert_eq!(sum(&t, "gputopo_gpu_health", &[r#"state="faulty""#]), 9);
+    assert_eq!(sum(&t, "gputopo_gpu_health", &[r#"state="unknown""#]), 0);
     assert_eq!(sum(&t, "gputopo_gpu_health", &[r#"state="ok""#]), 23);
     assert_eq!(sum(&t, "gputopo_gpu_health", &[]), 32, "one state per GPU");
     assert_eq!(sum(&t, "gputopo_gpu_allocated", &[]), 15);
-    assert_eq!(sum(&t, "gputopo_node_gpus_free", &[]), 14);
+    assert_eq!(sum(&t, "gputopo_node_gpus_free", &[]), 8);
     assert_eq!(lines(&t, "gputopo_job_placement_gpus{").len(), 7);
     // Determinism: the same cluster, the same bytes.
     assert_eq!(t, render(Some(recorded("22.05.8")), Format::OpenMetrics));
@@ -59,7 +60,7 @@ fn prometheus_text_for_the_textfile_collector() {
     assert!(!t.contains("# EOF") && !t.contains("# UNIT"), "{t}");
     assert!(t.contains("# TYPE gputopo_gpu_health gauge\n"));
     assert!(t.contains(
-        "\ngputopo_node_health_timestamp_seconds{node=\"n1\",Hostname=\"vm\"} 1796582216\n"
+        "\ngputopo_node_health_timestamp_seconds{node=\"n1\",Hostname=\"vm\"} 1796597661\n"
     ));
     // Every sample line is `name{labels} value` or `name value`.
     for l in t.lines().filter(|l| !l.starts_with('#')) {

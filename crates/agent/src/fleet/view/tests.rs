@@ -22,19 +22,20 @@ fn nodes_free_sets_and_stranded_gpus_of_the_recorded_cluster() {
     assert_eq!(names, ["n1", "n2", "n3", "n4"]);
     let n = &c.nodes;
     assert!(n.iter().all(|n| n.gpus == 8 && n.accepting && n.room));
-    assert_eq!(n[0].used, set(&[0, 1, 2, 3, 4, 7]));
+    assert_eq!(n[0].used, set(&[0, 1, 3, 4, 7]));
     assert_eq!(n[0].excluded(), set(&[5, 6]));
-    assert_eq!(n[0].free(), set(&[]));
+    assert_eq!(n[0].free(), set(&[2]));
     assert_eq!(n[1].free(), set(&[1, 4, 5, 6, 7]));
-    assert_eq!(n[3].excluded(), set(&[1]));
-    assert_eq!(n[3].free(), set(&[0, 2, 3, 4, 5, 6, 7]));
+    // n4: XID 79 on GPU 1, and GPUs 2-7 have no NVML device (faulty since issue 27).
+    assert_eq!(n[3].excluded(), set(&[1, 2, 3, 4, 5, 6, 7]));
+    assert_eq!(n[3].free(), set(&[]));
     // n1 lost a GPU, so its agent measured no matrix; n4 (A100, no NVLink fixture) neither.
     // n2's telemetry fixture has the NVLinks between 6 and 7 down: {4,5,6} and {4,5,7}, not
     // all four.
     let max: Vec<Option<usize>> = n.iter().map(Node::free_nvlink_max).collect();
     assert_eq!(max, [None, Some(3), Some(2), None]);
     // Three jobs wait for 8 GPUs per node: every free GPU is stranded.
-    assert_eq!(c.stranded_all(), [0, 5, 2, 7]);
+    assert_eq!(c.stranded_all(), [1, 5, 2, 0]);
     assert!(
         n.iter()
             .all(|n| !n.hostname.is_empty() && n.hostname != "(null)")
@@ -165,7 +166,7 @@ fn the_same_cluster_recorded_on_24_11() {
     // landed elsewhere than on 22.05 (select/cons_tres changed its node order).
     let c = recorded("24.11.5");
     let free: Vec<usize> = c.nodes.iter().map(|n| n.free().len()).collect();
-    assert_eq!(free, [0, 6, 3, 6]);
+    assert_eq!(free, [0, 6, 3, 0]);
     assert_eq!(c.nodes[0].excluded(), set(&[5, 6]));
     let per_node: Vec<Option<usize>> = c.jobs.iter().map(|j| j.gpus_per_node).collect();
     assert_eq!(

@@ -190,10 +190,9 @@ mod fuzz {
     }
 }
 
-#[test]
-fn autodetected_mig_instances_map_to_their_parent_and_instance() {
-    // Two A100s in MIG mode: GPU 0 (minor 0) with GI 1 and GI 5, GPU 1 (minor 1) with GI 1;
-    // Slurm lists one GPU per instance, sorted by File= (natural order).
+/// Two A100s in MIG mode: GPU 0 (minor 0) with GI 1 and GI 5, GPU 1 (minor 1) with GI 1,
+/// their capability minors as the fake driver tree lists them.
+fn two_a100s_in_mig() -> (Vec<Device>, mig::CapMinors) {
     let caps = mig::CapMinors::parse(&fake_nvml::tree::mig_minors(2));
     let inst = |minor: u32, gi: u32, ty: &str| mig::MigInstance {
         gi,
@@ -219,22 +218,67 @@ fn autodetected_mig_instances_map_to_their_parent_and_instance() {
             ..Device::default()
         },
     ];
+    (d, caps)
+}
+
+/// (parent minor, NVML device, MIG device) per Slurm GPU.
+fn mig_slots(m: &Mapping) -> Vec<(Option<u32>, Option<usize>, Option<usize>)> {
+    m.slots.iter().map(|s| (s.minor, s.nvml, s.mig)).collect()
+}
+
+/// Slurm's order of [`two_a100s_in_mig`]'s instances, by File= (natural order): gpu0/gi1
+/// (cap 12), gpu0/gi5 (cap 48), gpu1/gi1 (cap 147).
+const MIG_ORDER: [(Option<u32>, Option<usize>, Option<usize>); 3] = [
+    (Some(0), Some(0), Some(1)),
+    (Some(0), Some(0), Some(0)),
+    (Some(1), Some(1), Some(0)),
+];
+
+#[test]
+fn autodetected_mig_instances_map_to_their_parent_and_instance() {
+    // Slurm lists one GPU per instance, sorted by File= (natural order).
+    let (d, _) = two_a100s_in_mig();
     let m = map_texts(Some("AutoDetect=nvml\n"), None, "n1", &d, minor_of).unwrap();
-    let got: Vec<(Option<u32>, Option<usize>, Option<usize>)> =
-        m.slots.iter().map(|s| (s.minor, s.nvml, s.mig)).collect();
-    // File order: gpu0/gi1 (cap 12), gpu0/gi5 (cap 48), gpu1/gi1 (cap 147).
-    assert_eq!(
-        got,
-        vec![
-            (Some(0), Some(0), Some(1)),
-            (Some(0), Some(0), Some(0)),
-            (Some(1), Some(1), Some(0))
-        ]
-    );
+    assert_eq!(mig_slots(&m), MIG_ORDER);
     assert_eq!(
         m.slots[0].file.as_deref(),
         Some("/dev/nvidia0,/dev/nvidia-caps/nvidia-cap12,/dev/nvidia-caps/nvidia-cap13")
     );
+}
+
+#[test]
+fn hand_written_mig_instances_map_like_autodetected_ones() {
+    // No AutoDetect: the administrator lists each MIG instance with MultipleFiles= (the
+    // parent's file, then its GPU and compute instance capability files; Slurm's gres.conf
+    // man page), here not in file order.
+    let (d, caps) = two_a100s_in_mig();
+    let line = |minor: u32, gi: u32, ty: &str| {
+        let (g, c) = caps.of(minor, gi, 0).expect("listed");
+        format!(
+            "NodeName=n1 Name=gpu Type={ty} MultipleFiles=/dev/nvidia{minor},\
+             /dev/nvidia-caps/nvidia-cap{g},/dev/nvidia-caps/nvidia-cap{c}\n"
+        )
+    };
+    let conf = [
+        line(1, 1, "a100_3g.20gb"),
+        line(0, 5, "a100_1g.5gb"),
+        line(0, 1, "a100_3g.20gb"),
+    ]
+    .concat();
+    let m = map_texts(Some(&conf), None, "n1", &d, minor_of).unwrap();
+    // Without a system list Slurm numbers them as written (identity::slurm_order): each is
+    // tied to its (GPU, MIG device) by its capability files, whatever the order.
+    let written: Vec<_> = [2, 1, 0].iter().map(|&i| MIG_ORDER[i]).collect();
+    assert_eq!(mig_slots(&m), written);
+    assert!(m.notes.is_empty(), "{:?}", m.notes);
+    // A line for an instance the driver does not list (destroyed since): which device it is
+    // cannot be told, so nothing is published under a guessed index.
+    let stale = format!(
+        "{conf}NodeName=n1 Name=gpu MultipleFiles=/dev/nvidia1,/dev/nvidia-caps/nvidia-cap900,/dev/nvidia-caps/nvidia-cap901\n"
+    );
+    let r = map_texts(Some(&stale), None, "n1", &d, minor_of);
+    let err = r.expect_err("refused");
+    assert!(err.contains("nvidia-cap900"), "{err}");
 }
 
 #[test]

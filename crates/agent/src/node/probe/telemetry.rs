@@ -36,6 +36,7 @@ pub(super) fn read(dev: &Device<'_>, lost: &mut bool) -> Telemetry {
         clock_events: reading(dev.current_throttle_reasons().map(|r| r.bits()), lost),
         pcie_gen: gen_cur.zip(gen_max),
         pcie_width: width_cur.zip(width_max),
+        pcie_best: None,
         nvlink_errors: nvlink_errors(dev, lost),
         violations: violations(dev, lost),
         throttled_pct: Vec::new(),

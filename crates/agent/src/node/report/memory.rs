@@ -1,6 +1,7 @@
 //! The agent's memory across checks, applied to a reading: XIDs the kernel logged since the
-//! last check, remembered (sticky) XIDs, the telemetry hysteresis, violation counters and the
-//! warm set (`StateDir/xid-<node>.json`, written only when `remember`).
+//! last check, remembered (sticky) XIDs, the telemetry hysteresis, violation counters, the warm
+//! set and the widest PCIe link each GPU has shown (`StateDir/xid-<node>.json`, written only
+//! when `remember`).
 
 use super::super::kernel_log;
 use super::super::probe::NodeReading;
@@ -12,7 +13,9 @@ use gputopo_core::health::sticky::{StickyPolicy, XidMemory};
 use gputopo_core::health::telemetry;
 use std::time::Duration;
 
-/// are still stepped (what this check would conclude) but nothing is saved.
+/// Applies the agent's memory to this check's reading `r`. Without `remember` (commands that
+/// only look) no XID is recorded, and the tracks are still stepped (what this check would
+/// conclude) but nothing is saved.
 pub(super) fn apply_memory(
     s: &Settings,
     r: &mut NodeReading,
@@ -45,6 +48,9 @@ pub(super) fn apply_memory(
             });
             memory.record(&key, seen.as_deref(), now, policy);
         }
+        // The widest link this GPU has shown in its slot: pcie_degraded is a drop from it.
+        g.evidence.telemetry.pcie_best =
+            memory.step_pcie(&key, g.ident.bus_id.as_deref(), &g.evidence.telemetry);
         // Throttled time since the previous check, from the counters remembered then.
         g.evidence.telemetry.throttled_pct =
             memory.step_counters(&key, &g.evidence.telemetry.violations);

@@ -69,6 +69,9 @@ pub(super) struct Parts<'a> {
     pub drains: Vec<Drain>,
     /// Events to add to the history.
     pub events: Vec<Event>,
+    /// The agent's copy of the history (its state file): events the record lacks are put
+    /// back ([`history::union`]).
+    pub kept: &'a [Event],
 }
 
 /// The object `obj` with `parts` written in, as compact JSON.
@@ -94,7 +97,10 @@ pub(super) fn write(mut obj: Object, parts: Parts<'_>) -> String {
     let old_hist = obj
         .remove(history::KEY)
         .and_then(|v| serde_json::from_str::<Value>(v.get()).ok());
-    let hist = history::append(history::read(old_hist.as_ref()), parts.events);
+    let hist = history::union(
+        history::union(history::read(old_hist.as_ref()), parts.kept),
+        &parts.events,
+    );
 
     let mut out = String::from("{");
     let push = |out: &mut String, k: &str, v: &str| {

@@ -9,6 +9,11 @@
 //! verdict changed: `ok`, `degraded`, `unknown`, `faulty`, or `lost` for a faulty GPU NVML lost)
 //! and `gputopo drain`/`resume` (`drained`, `resumed`). Informational only: nothing decides on
 //! it, so a malformed value reads as no history and is replaced by the next writer.
+//!
+//! The agent keeps a copy in its state file (`StateDir/xid-<node>.json`, key `hist`: the
+//! history as it last published it) and joins it with the record's at every publish
+//! ([`union`]), so a record that lost its history (an `Extra` cleared by hand, a node
+//! re-created by a slurmctld cold start) gets it back from the node.
 
 use super::NodeHealth;
 use crate::health::{Reason, Status};
@@ -77,6 +82,22 @@ pub fn append(mut old: Vec<Event>, new: impl IntoIterator<Item = Event>) -> Vec<
     let cut = old.len().saturating_sub(MAX);
     old.drain(..cut);
     old
+}
+
+/// The events of `record` and those of `kept` it lacks, oldest first (a stable sort by time,
+/// so `record`'s order stands among equal times), cut to the newest [`MAX`].
+pub fn union(mut record: Vec<Event>, kept: &[Event]) -> Vec<Event> {
+    let missing: Vec<Event> = kept
+        .iter()
+        .filter(|e| !record.contains(e))
+        .cloned()
+        .collect();
+    if missing.is_empty() {
+        return record;
+    }
+    record.extend(missing);
+    record.sort_by_key(|e| e.time);
+    append(Vec::new(), record)
 }
 
 /// A GPU's state as the history names it: its status, or `lost` for a GPU NVML lost.
@@ -246,6 +267,32 @@ mod tests {
             "node n1 GPU 1: ok -> drained by administrator alice (RMA 7)"
         );
         assert!(transitions(Some(&after), &after).is_empty());
+    }
+
+    #[test]
+    fn the_agents_copy_fills_in_what_the_record_lost() {
+        let e = |t: u64, to: &str| Event {
+            time: t,
+            index: 1,
+            to: to.into(),
+            from: String::new(),
+            src: Source::Agent,
+            user: None,
+            why: vec![],
+        };
+        let kept = vec![e(1, "faulty"), e(5, "ok")];
+        // A cleared record gets the copy back; one that has it all is unchanged.
+        assert_eq!(union(vec![], &kept), kept);
+        let record = vec![e(1, "faulty"), e(5, "ok"), e(9, "drained")];
+        assert_eq!(union(record.clone(), &kept), record);
+        // Both sides' events, by time, bounded.
+        assert_eq!(
+            union(vec![e(3, "drained"), e(9, "resumed")], &kept),
+            [e(1, "faulty"), e(3, "drained"), e(5, "ok"), e(9, "resumed")]
+        );
+        let many: Vec<Event> = (0..30).map(|t| e(t, "ok")).collect();
+        let u = union(vec![e(100, "lost")], &many);
+        assert_eq!((u.len(), u[MAX - 1].time), (MAX, 100));
     }
 
     #[test]

@@ -12,6 +12,11 @@ fn cool() -> Telemetry {
         clock_events: Reading::Value(0x1), // GPU idle: not a throttle
         pcie_gen: Reading::Value((1, 4)),  // idle GPUs lower the generation
         pcie_width: Reading::Value((16, 16)),
+        // Under load this GPU trained gen 4 x16 before.
+        pcie_best: Some(Link {
+            generation: 4,
+            width: 16,
+        }),
         nvlink_errors: Reading::Value(3),
         violations: Vec::new(),
         throttled_pct: Vec::new(),
@@ -128,6 +133,46 @@ fn violation_shares_are_sustained_throttling() {
 }
 
 #[test]
+fn a_link_is_degraded_below_what_the_gpu_showed_not_below_its_maximum() {
+    let p = TelemetryPolicy::default();
+    let x8 = |best: Option<Link>| Telemetry {
+        pcie_width: Reading::Value((8, 16)),
+        pcie_best: best,
+        ..cool()
+    };
+    let best = |width| {
+        Some(Link {
+            generation: 4,
+            width,
+        })
+    };
+    // A card in a slot wired x8 (real A10G, Quadro P2000): x8 is all it ever showed.
+    assert!(seen(&x8(best(8)), &p).is_empty());
+    // The same card after it trained x16 in this slot: x8 is a drop.
+    assert_eq!(seen(&x8(best(16)), &p), [Signal::PcieDegraded]);
+    // Without the agent's memory the link is no evidence either way.
+    assert_eq!(signals(&x8(None), &p)[3], (Signal::PcieDegraded, None));
+    // A generation drop (idle) counts only with PcieGenDegraded=yes, and only below the best.
+    let by_gen = TelemetryPolicy {
+        pcie_gen_degraded: true,
+        ..p
+    };
+    let idle_gen1 = |generation| Telemetry {
+        pcie_best: Some(Link {
+            generation,
+            width: 16,
+        }),
+        ..cool()
+    };
+    assert!(seen(&idle_gen1(4), &p).is_empty());
+    assert_eq!(seen(&idle_gen1(4), &by_gen), [Signal::PcieDegraded]);
+    assert!(
+        seen(&idle_gen1(1), &by_gen).is_empty(),
+        "never faster than gen 1"
+    );
+}
+
+#[test]
 fn missing_telemetry_is_no_evidence() {
     let p = TelemetryPolicy::default();
     let none = signals(&Telemetry::default(), &p);
@@ -190,4 +235,59 @@ fn tokens_round_trip() {
         assert_eq!(Signal::from_token(s.token()), Some(s));
     }
     assert_eq!(Signal::from_token("xid_79"), None);
+}
+
+/// Issue 25 item 4: a busy GPU at its enforced power limit (draw at the limit, SW power cap
+/// reason) is normal under load: it counts as `power_capped` only after
+/// `PowerCapRaiseChecks` checks in a row (default 10), not after `TelemetryRaiseChecks` (2),
+/// while the HW power brake (an external signal, no load effect) is `hw_slowdown` at once.
+#[test]
+fn power_capping_under_load_counts_only_when_it_lasts() {
+    let p = TelemetryPolicy::default();
+    let busy = Telemetry {
+        temp_c: Reading::Value(70),
+        power_mw: Reading::Value(400_000),
+        clock_events: Reading::Value(reason_bits::SW_POWER_CAP),
+        ..cool()
+    };
+    let mut tracks = crate::health::sticky::XidMemory::default();
+    let on_after = |tracks: &mut crate::health::sticky::XidMemory, t: &Telemetry, checks| {
+        (0..checks)
+            .map(|_| tracks.step_signals("gpu", &signals(t, &p), &p))
+            .collect::<Vec<_>>()
+    };
+    let counted = on_after(&mut tracks, &busy, 10);
+    assert!(
+        counted[..9].iter().all(Vec::is_empty),
+        "nine checks at the cap are normal load: {counted:?}"
+    );
+    assert_eq!(
+        counted[9],
+        [Signal::PowerCapped],
+        "the tenth in a row counts"
+    );
+    // A pause in the load (one check below the cap) restarts the count.
+    let mut tracks = crate::health::sticky::XidMemory::default();
+    on_after(&mut tracks, &busy, 9);
+    on_after(&mut tracks, &cool(), 1);
+    assert!(on_after(&mut tracks, &busy, 9).iter().all(Vec::is_empty));
+    // The HW power brake is no load effect: hw_slowdown after TelemetryRaiseChecks.
+    let brake = Telemetry {
+        clock_events: Reading::Value(reason_bits::HW_POWER_BRAKE),
+        ..cool()
+    };
+    assert_eq!(seen(&brake, &p), [Signal::HwSlowdown]);
+    let mut tracks = crate::health::sticky::XidMemory::default();
+    assert_eq!(
+        on_after(&mut tracks, &brake, 2)[1],
+        [Signal::HwSlowdown],
+        "two checks"
+    );
+    // PowerCapRaiseChecks=2 restores the short window.
+    let short = TelemetryPolicy {
+        power_cap_raise_checks: 2,
+        ..p
+    };
+    assert_eq!(short.for_signal(Signal::PowerCapped).raise_checks, 2);
+    assert_eq!(p.for_signal(Signal::Thermal), p);
 }

@@ -18,6 +18,18 @@ pub enum Event {
         /// Its faulty GPUs.
         faulty: WideSet,
     },
+    /// The health pre-filter withheld a node for a job of shared GRES alone: its free shares
+    /// serve the job only from a faulty GPU (debug level).
+    SkippedShares {
+        /// Node index.
+        node: usize,
+        /// Free shares of the job's type on non-faulty GPUs.
+        have: u64,
+        /// Shares the job needs per node.
+        need: u64,
+        /// Its faulty GPUs.
+        faulty: WideSet,
+    },
     /// cons_tres selected no GPU on a node where Slurm's commit would start the job holding
     /// none: the node is excluded for this try (warning level).
     NoGpuSelected {
@@ -44,6 +56,7 @@ impl Event {
     pub fn node(&self) -> Option<usize> {
         match self {
             Event::Skipped { node, .. }
+            | Event::SkippedShares { node, .. }
             | Event::NoGpuSelected { node }
             | Event::WidthMismatch { node, .. } => Some(*node),
             Event::Decision(_) => None,
@@ -57,6 +70,11 @@ impl Event {
                 have, need, faulty, ..
             } => format!(
                 "JobId={job} node {name} skipped: {have} non-faulty GPU(s) of the type, {need} needed, faulty {faulty}"
+            ),
+            Event::SkippedShares {
+                have, need, faulty, ..
+            } => format!(
+                "JobId={job} node {name} skipped: {have} free share(s) of the type on non-faulty GPUs, {need} needed, faulty {faulty}"
             ),
             Event::NoGpuSelected { .. } => format!(
                 "JobId={job}: cons_tres selected no GPU on node {name}; node excluded for this try"

@@ -11,6 +11,9 @@
 //! - modelled, without topology records (cons_tres selected a count): Slurm's first fit
 //!   minus faulty GPUs ([`first_fit::pick`]);
 //! - beyond the topology model: health on every index ([`wide::correct`], [`wide::first_fit`]);
+//! - a job whose GPUs are tied to its cores or sockets (`--gpus-per-socket`, the node's
+//!   `RestrictedCoresPerGPU`): cons_tres's pick stands when healthy, else the node is
+//!   excluded ([`keep_pinned`]);
 //! - unknown to gputopo: cons_tres's pick stands.
 //!
 //! Nodes where cons_tres selected GPUs that are allocated (it plans a preemption; the job does
@@ -19,7 +22,7 @@
 
 use super::super::cool::prefer_cool;
 use super::super::explain::NodeNote;
-use super::super::repick::{Constraints, Decision, NodeInput, repick};
+use super::super::repick::{Constraints, Decision, NodeInput, keep_pinned, repick};
 use super::super::wide::{self, WideDecision, WideNode};
 use super::super::{HealthMasks, Prepared, first_fit, reserved};
 use super::answer::{Chosen, GpuPicks, Pick, Selection};
@@ -164,7 +167,7 @@ impl Judging<'_> {
         if job.binding {
             free = free.intersection(&chosen.near);
         }
-        let stock_only = job.whole_node || job.reserved;
+        let stock_only = job.whole_node || job.reserved || self.snap.pinned(node);
         let decision = match pick.bits.as_ref().filter(|s| !s.is_empty()) {
             Some(stock) if !stock.intersection(&w.busy).is_empty() => {
                 return keep(self); // preemption planned: not this cycle's allocation
@@ -302,15 +305,19 @@ impl Judging<'_> {
             whole_node: job.whole_node,
         };
         let engine = Prepared::new(ctx.engine, model.tables.clone().map(|h| (topo, h)));
-        // A better-connected set is taken only where TopologyAware is on; avoiding faulty or
-        // degraded GPUs always applies.
-        let decision = repick(&engine, &input).gate_topology(ctx.cfg.topology_aware);
-        // Among equally connected sets, GPUs the agent does not report warm.
-        let warm = model.warm(ctx.cfg);
-        let decision = if warm.is_empty() {
-            decision
+        let decision = if self.snap.pinned(node) {
+            keep_pinned(&input)
         } else {
-            prefer_cool(&engine, &input, decision, warm)
+            // A better-connected set is taken only where TopologyAware is on; avoiding faulty
+            // or degraded GPUs always applies.
+            let decision = repick(&engine, &input).gate_topology(ctx.cfg.topology_aware);
+            // Among equally connected sets, GPUs the agent does not report warm.
+            let warm = model.warm(ctx.cfg);
+            if warm.is_empty() {
+                decision
+            } else {
+                prefer_cool(&engine, &input, decision, warm)
+            }
         };
         if let Some(set) = decision.final_set(stock) {
             let note = NodeNote::ranked(&engine, topo, set, input.usable(), input.health.degraded);

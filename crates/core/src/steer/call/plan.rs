@@ -72,11 +72,17 @@ pub fn start(
 ) -> Start {
     let job = &snap.job;
     let Some(need) = job.need else {
-        // Shared requests only: one try of every offered node (shares carry no interconnect
-        // question), health checked in the re-pick.
+        // Shared requests only: one try of every offered node the shares pre-filter keeps
+        // (shares carry no interconnect question), health checked again in the re-pick.
+        let withheld = super::shares::pre_filter(snap, ctx, events);
+        let tier = snap
+            .indices()
+            .into_iter()
+            .filter(|n| withheld.binary_search(n).is_err())
+            .collect();
         return Start {
-            tiers: vec![snap.indices()],
-            withheld: Vec::new(),
+            tiers: vec![tier],
+            withheld,
         };
     };
     let run_now = job.mode == Mode::RunNow;

@@ -3,17 +3,85 @@
 //! when possible, degraded) GPUs ([`super::super::shared::decide`]).
 //!
 //! cons_tres picks shares per sharing record with no notion of health. A node that can serve
-//! the job only with a faulty GPU's shares is excluded and cons_tres asked again, through the
-//! same loop as whole-GPU jobs. GRES reservations of `gres/gpu` do not constrain shares in
+//! the job only with a faulty GPU's shares is withheld before the first try ([`pre_filter`],
+//! on the free shares read into the snapshot, as whole-GPU jobs are pre-filtered), so a fleet
+//! of such nodes costs no exclusion round; one the pre-filter could not judge (its records
+//! read differently after the pick) is excluded and cons_tres asked again, through the same
+//! loop as whole-GPU jobs. GRES reservations of `gres/gpu` do not constrain shares in
 //! cons_tres ([`super::super::reserved::by_gpu`]), so a replacement may take any healthy GPU
 //! cons_tres could have used. Devices whose GPU is allocated whole are never chosen.
 
-use super::super::shared::{Device, SharedDecision, SharedInput, decide};
-use super::answer::{Selection, SharedPick, SharedPicks};
+use super::super::HealthMasks;
+use super::super::shared::{Device, SharedDecision, SharedInput, decide, pick};
+use super::Ctx;
+use super::answer::{Selection, SharedPick, SharedPicks, SharingRecord};
 use super::events::Event;
 use super::judge::{Judging, SharedWrite};
-use super::snapshot::Gpus;
+use super::snapshot::{Gpus, ShareNeed, Snapshot};
 use crate::gpuset::GpuSet;
+
+/// The health pre-filter of a job of shared GRES alone: the candidates whose free shares
+/// serve one of its requests only from a faulty GPU (they could serve it with faults ignored,
+/// and cannot without). Each is reported as [`Event::SkippedShares`]; required nodes are
+/// never withheld (cons_tres must see them). Ascending.
+pub(super) fn pre_filter(snap: &Snapshot, ctx: &Ctx<'_>, events: &mut Vec<Event>) -> Vec<usize> {
+    let mut withheld = Vec::new();
+    if !ctx.cfg.health_aware {
+        return withheld;
+    }
+    for ns in &snap.sharing {
+        if snap.job.required.contains(&ns.node) {
+            continue;
+        }
+        let Some(Gpus::Modelled(m)) = snap.node(ns.node).map(|n| &n.gpus) else {
+            continue;
+        };
+        let health = m.model.masks(ctx.cfg);
+        if health.faulty.is_empty() {
+            continue;
+        }
+        let blocked = snap
+            .job
+            .shares
+            .iter()
+            .zip(&ns.records)
+            .find_map(|(need, records)| {
+                let devices = free_devices(records, *need, m.allocated);
+                let ignoring_faults = HealthMasks::ALL_OK;
+                let serves = |h| pick(&devices, h, need.per_node, ctx.multiple_sharing).is_some();
+                (serves(ignoring_faults) && !serves(health)).then(|| Event::SkippedShares {
+                    node: ns.node,
+                    have: devices
+                        .iter()
+                        .filter(|d| d.eligible && d.gpus.intersection(health.faulty).is_empty())
+                        .map(|d| d.free)
+                        .sum(),
+                    need: need.per_node,
+                    faulty: health.faulty.into(),
+                })
+            });
+        if let Some(e) = blocked {
+            withheld.push(ns.node);
+            events.push(e);
+        }
+    }
+    withheld
+}
+
+/// A node's sharing devices for request `need` before any pick: eligible when of its type and
+/// not on a GPU allocated whole (`whole`); every one near (cores are not chosen yet).
+fn free_devices(records: &[SharingRecord], need: ShareNeed, whole: GpuSet) -> Vec<Device> {
+    records
+        .iter()
+        .map(|r| Device {
+            gpus: r.gpus,
+            free: r.avail.saturating_sub(r.alloc),
+            eligible: need.type_id.is_none_or(|t| t == r.type_id)
+                && r.gpus.intersection(whole).is_empty(),
+            near: true,
+        })
+        .collect()
+}
 
 /// Adds the shared requests' writes (or exclusions) to `d`.
 pub(super) fn judge(sel: &Selection, j: &mut Judging<'_>) {

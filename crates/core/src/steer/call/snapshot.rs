@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::super::model::NodeModel;
 use super::super::tries::Mode;
 use super::super::wide::WideNode;
+use super::answer::SharingRecord;
 use crate::config::SelectConfig;
 use crate::gpuset::GpuSet;
 use crate::wideset::WideSet;
@@ -25,6 +26,16 @@ pub struct GpuNeed {
     pub spread: bool,
 }
 
+/// One shared GRES request of the job (`--gres=shard:N`, `mps:N`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShareNeed {
+    /// Its type id, `None` for untyped.
+    pub type_id: Option<u32>,
+    /// Shares per node (1 when the request counts them otherwise: every node serving the
+    /// job gives it at least one).
+    pub per_node: u64,
+}
+
 /// The job's side of the call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobFacts {
@@ -34,8 +45,8 @@ pub struct JobFacts {
     pub mode: Mode,
     /// Whole GPUs per node; `None` for a job without a `gpu` request.
     pub need: Option<GpuNeed>,
-    /// The job has a shared GRES request (`shard`, `mps`).
-    pub shared: bool,
+    /// The job's shared GRES requests (`shard`, `mps`), in request order.
+    pub shares: Vec<ShareNeed>,
     /// Its minimum node count.
     pub min_nodes: usize,
     /// Nodes it requires (`--nodelist`), ascending.
@@ -49,6 +60,9 @@ pub struct JobFacts {
     /// GRES reservations constrain this call's GPUs (23.11+ `resv_exc_t`): the re-pick
     /// chooses within what they allow ([`super::super::reserved`]).
     pub reserved: bool,
+    /// `--gpus-per-socket`: the job's GPUs per socket follow the cores cons_tres allocated,
+    /// so its pick stands when healthy ([`super::super::repick::keep_pinned`]).
+    pub per_socket: bool,
 }
 
 impl JobFacts {
@@ -56,7 +70,18 @@ impl JobFacts {
     /// A job with whole GPUs is steered; one with shared GRES only is checked for health
     /// (RUN_NOW with `HealthAware=yes`, one try of every node); anything else is forwarded.
     pub fn steered(&self, cfg: &SelectConfig) -> bool {
-        self.need.is_some() || (self.shared && self.mode == Mode::RunNow && cfg.health_aware)
+        self.need.is_some() || (self.shared() && self.mode == Mode::RunNow && cfg.health_aware)
+    }
+
+    /// The job has a shared GRES request.
+    pub fn shared(&self) -> bool {
+        !self.shares.is_empty()
+    }
+
+    /// True for a job of shared GRES alone, whose nodes the health pre-filter judges by
+    /// their shares ([`Snapshot::sharing`]).
+    pub fn shares_only(&self) -> bool {
+        self.need.is_none() && self.shared()
     }
 }
 
@@ -118,6 +143,15 @@ impl NodeState {
     }
 }
 
+/// A candidate's sharing devices, for a job of shared GRES alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSharing {
+    /// Node index.
+    pub node: usize,
+    /// The records of each of the job's shared requests ([`JobFacts::shares`]), in order.
+    pub records: Vec<Vec<SharingRecord>>,
+}
+
 /// Everything one call decides over.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
@@ -125,6 +159,13 @@ pub struct Snapshot {
     pub job: JobFacts,
     /// Every candidate cons_tres was offered, by ascending node index.
     pub nodes: Vec<NodeState>,
+    /// For a job of shared GRES alone ([`JobFacts::shares_only`]) with `HealthAware=yes`:
+    /// the modelled candidates' sharing devices, by ascending node index; empty otherwise.
+    pub sharing: Vec<NodeSharing>,
+    /// Candidates with `RestrictedCoresPerGPU` (24.11+), ascending: cons_tres reserves cores
+    /// for the GPUs it picks there, so its pick stands when healthy
+    /// ([`super::super::repick::keep_pinned`]).
+    pub restricted: Vec<usize>,
 }
 
 impl Snapshot {
@@ -134,6 +175,12 @@ impl Snapshot {
             .binary_search_by_key(&node, |n| n.node)
             .ok()
             .map(|i| &self.nodes[i])
+    }
+
+    /// True when cons_tres's GPU pick on `node` must stand unless it holds a faulty GPU
+    /// ([`JobFacts::per_socket`], [`Snapshot::restricted`]).
+    pub fn pinned(&self, node: usize) -> bool {
+        self.job.per_socket || self.restricted.binary_search(&node).is_ok()
     }
 
     /// Candidate node indices, ascending.

@@ -2,12 +2,13 @@
 //! the loop, from the snapshot to the placement the plugin writes.
 
 pub(crate) mod fake;
+mod pinned;
 mod props;
+mod shares;
 
 use super::*;
 use crate::gpuset::GpuSet;
 use crate::steer::repick::{KeepReason, ReplaceReason};
-use crate::wideset::WideSet;
 use fake::*;
 
 /// NVLinks between two GPUs of the fake's DGX-1V nodes.
@@ -251,7 +252,10 @@ fn which_calls_are_steered() {
     let mut shared = job(1);
     shared.need = None;
     assert!(!shared.steered(&c), "no GPU, no shared request: forwarded");
-    shared.shared = true;
+    shared.shares = vec![ShareNeed {
+        type_id: None,
+        per_node: 1,
+    }];
     assert!(shared.steered(&c), "shares on RUN_NOW: health applies");
     let off = SelectConfig {
         health_aware: false,
@@ -360,7 +364,10 @@ fn reasons_name_what_happened() {
 fn shares_move_off_a_faulty_gpu_and_a_node_with_none_healthy_is_excluded() {
     let mut j = job(1);
     j.need = None;
-    j.shared = true;
+    j.shares = vec![ShareNeed {
+        type_id: None,
+        per_node: 2,
+    }];
     let nodes = [dgx().faulty(&[0]), dgx().faulty(&[0, 1])];
     let snap = snapshot(j, &nodes);
     let ctx = Ctx {
@@ -382,21 +389,7 @@ fn shares_move_off_a_faulty_gpu_and_a_node_with_none_healthy_is_excluded() {
             .collect(),
         whole: GpuSet::EMPTY,
     };
-    let answer = |node: usize| {
-        Reply::Selected(Selection {
-            nodes: vec![Chosen {
-                node,
-                near: WideSet::first_n(8),
-            }],
-            gpu: Vec::new(),
-            shared: vec![SharedPicks {
-                request: 0,
-                name: "shard".into(),
-                type_id: None,
-                on: vec![Some(pick(0))],
-            }],
-        })
-    };
+    let answer = |node: usize| shard_answer(node, pick(0));
     let mut keys = crate::steer::key_memo::KeyMemos::default();
     let mut offers = Vec::new();
     let call = Call::start(&snap, ctx, &mut keys);

@@ -4,7 +4,7 @@
 use std::sync::{Arc, PoisonError};
 
 use gputopo_core::GpuSet;
-use gputopo_core::health::{NodeHealth, Status};
+use gputopo_core::health::NodeHealth;
 use gputopo_core::steer::model::NodeModel;
 use gputopo_core::topology::NodeTopology;
 use gputopo_core::topology::gres_model::from_slurm;
@@ -74,7 +74,7 @@ impl SteerState {
             return None; // health only (core::steer::wide)
         }
         let content = digest.unwrap_or_else(|| (gres.content_digest(), node.cores_per_socket()));
-        let health = self.node_health(node);
+        let health = self.node_health(node, gres.count());
         let agent = health.as_deref().filter(|_| prefer_agent);
         let topo = build_topology(node, &gres.gpu_cores(), gres.links().as_deref(), agent)?;
         let types: Vec<(u32, GpuSet)> = gres.topo().iter().map(|t| (t.type_id, t.gpus)).collect();
@@ -82,7 +82,7 @@ impl SteerState {
             key,
             health
                 .as_deref()
-                .map(|h| h.with_status_wide(Status::Faulty))
+                .map(|h| h.excluded_wide())
                 .unwrap_or_default(),
         );
         let tables = self.engine.handle(&topo);

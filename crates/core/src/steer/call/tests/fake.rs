@@ -176,13 +176,14 @@ pub fn job(per_node: usize) -> JobFacts {
             type_id: None,
             spread: false,
         }),
-        shared: false,
+        shares: Vec::new(),
         min_nodes: 1,
         required: Vec::new(),
         whole_node: false,
         preemption: false,
         binding: false,
         reserved: false,
+        per_socket: false,
     }
 }
 
@@ -190,6 +191,8 @@ pub fn snapshot(job: JobFacts, nodes: &[FakeNode]) -> Snapshot {
     Snapshot {
         job,
         nodes: nodes.iter().enumerate().map(|(i, n)| n.state(i)).collect(),
+        sharing: Vec::new(),
+        restricted: Vec::new(),
     }
 }
 
@@ -336,4 +339,31 @@ pub fn committed(finish: &Finish, seen: &Seen) -> Vec<(usize, WideSet)> {
             (c.node, set)
         })
         .collect()
+}
+
+/// The call's context with `cfg`, decisions not described, one device per job's shares.
+pub fn ctx(cfg: &crate::config::SelectConfig) -> Ctx<'_> {
+    Ctx {
+        cfg,
+        engine: engine(),
+        log: false,
+        multiple_sharing: false,
+    }
+}
+
+/// cons_tres's answer for a job of one `shard` request placed on `node` with `pick`.
+pub fn shard_answer(node: usize, pick: SharedPick) -> Reply {
+    Reply::Selected(Selection {
+        nodes: vec![Chosen {
+            node,
+            near: WideSet::first_n(8),
+        }],
+        gpu: Vec::new(),
+        shared: vec![SharedPicks {
+            request: 0,
+            name: "shard".into(),
+            type_id: None,
+            on: vec![Some(pick)],
+        }],
+    })
 }
