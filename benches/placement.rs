@@ -4,7 +4,7 @@
 //! 10 µs; ranking 10,000 nodes well under 1 ms. Every group runs the brute-force reference
 //! (`exhaustive`, the test oracle) on the same inputs, so the speed-up is measured, not claimed.
 //!
-//! Run: `cargo bench -p gputopo-core --bench placement -- --quick` (figures in docs/engine.md).
+//! Run: `cargo bench -p gputopo-core --bench placement -- --quick` (figures in docs/perf-log.md).
 //!
 //! `gputopo` rows are the full answer ([`Gputopo::choose_on`]: the set and its objective),
 //! `gputopo-pick` rows the decision alone ([`Gputopo::pick_on`], what the simulator and the

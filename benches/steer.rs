@@ -2,7 +2,7 @@
 //! node ranking (`narrow::plan`) and the tries state machine (`tries::run`, against a fake
 //! cons_tres that fails the first tier), over 1k and 10k candidate DGX-1V nodes with mixed
 //! free GPUs and a faulty GPU on every 7th node. This is the per-call work that grows with
-//! the candidate count (docs/select.md, "Scale"); the Slurm-side reads are measured by
+//! the candidate count (docs/perf-log.md, "The decision loop at scale"); the Slurm-side reads are measured by
 //! contrib/bench-select.sh. `2gpu_job` asks the engine for every node's key on every call;
 //! `2gpu_job_memo` takes them from the topology's `KeyMemo` as slurmctld does (warm: the
 //! nodes' states were seen before); `2gpu_job_node_memo` first compares each node's state
@@ -13,7 +13,8 @@
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use gputopo_core::config::SelectConfig;
 use gputopo_core::health::read_extra;
-use gputopo_core::placement::engine::Gputopo;
+use gputopo_core::placement::{Gputopo, Prepared};
+use gputopo_core::steer::HealthMasks;
 use gputopo_core::steer::call::{
     self, Call, Chosen, Ctx, GpuNeed, GpuPicks, Gpus, JobFacts, Modelled, NodeState, Pick, Reply,
     Selection, Snapshot,
@@ -22,7 +23,6 @@ use gputopo_core::steer::key_memo::KeyMemos;
 use gputopo_core::steer::model::NodeModel;
 use gputopo_core::steer::narrow::{self, Basis, Candidate, Need};
 use gputopo_core::steer::tries::{self, Answer, Mode, Steering, Tries};
-use gputopo_core::steer::{HealthMasks, Prepared};
 use gputopo_core::topology::fixture;
 use gputopo_core::{GpuSet, WideSet};
 use std::hint::black_box;

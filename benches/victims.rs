@@ -4,7 +4,7 @@
 //! Nodes full of low-priority 1- and 2-GPU jobs (the worst case: every GPU is a candidate's),
 //! mixed ranks, a pinned or idle GPU on some nodes so the nodes differ: 8-GPU DGX-1V nodes
 //! with a 4-GPU preemptor (C(8,4) = 70 sets per node), 16-GPU DGX-2 nodes with an 8-GPU one
-//! (C(16,8) = 12,870). Numbers in docs/select.md ("Victim search cost").
+//! (C(16,8) = 12,870). Numbers in docs/perf-log.md ("Victim search cost").
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use gputopo_core::GpuSet;
 use gputopo_core::placement::engine::Gputopo;

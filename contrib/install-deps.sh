@@ -22,6 +22,9 @@ pkgs=(
   libfuzzer-14-dev
   # Tools the scripts use.
   procps psmisc util-linux iproute2
+  # Slurm's own testsuite (contrib/slurm-testsuite.sh): its expect tests, and python3-venv for
+  # the pytest environment of its python tests.
+  expect python3-venv
   # The packages (contrib/package.sh, contrib/test-package.sh): rpmbuild, rpm, rpm2archive;
   # chrpath drops the build host's RUNPATH from the packaged plugin; lintian checks the .deb.
   rpm chrpath lintian

@@ -13,8 +13,9 @@
 #   fuzz        contrib/fuzz.sh: each fuzz target of fuzz/ for GPUTOPO_FUZZ_SECS (default 12)
 #               seconds from its committed corpus (node Extra, gres.conf/fake_gpus.conf,
 #               gputopo.conf, ledger/health/XID state files, generator labels)
-#   benches     the core's criterion benchmarks, quick form (numbers only, no assertions)
-#   bench-metrics  benches/metrics.rs, quick form (a 1,000-node scrape next to gputopo nodes)
+#   benches     the core's criterion benchmarks, built (GPUTOPO_BENCHES=run: run in quick form;
+#               numbers only, no assertions)
+#   bench-metrics  benches/metrics.rs (a 1,000-node scrape next to gputopo nodes), the same way
 #   per release R in 22.05.8 24.11.5:
 #     plugin-panic-R  contrib/build-plugin.sh R --features test-panic, copied to
 #               $CARGO_TARGET_DIR/test-all/libgputopo-test-panic-R.so (GPUTOPO_PANIC_SO: the e2e
@@ -31,6 +32,10 @@
 #               GPUTOPO_SELECT=cons_tres (the tests of gputopo's own behaviour are skipped)
 #               Both summary lines count passed, skipped and failed tests: a test that returns
 #               early because it does not apply here counts as skipped (nextest-summary.py)
+#     gate-R    contrib/slurm-testsuite.sh R gputopo gputopo --tag ci --sides gputopo: Slurm's
+#               own expect and python tests tagged ci in contrib/slurm-testsuite/list with
+#               select/gputopo and priority/gputopo; fails when a test that passes with stock
+#               (contrib/slurm-testsuite/expected-R, from the full stock run) does not pass
 #     perf-gate-R  contrib/bench-select.sh --callgrind --nodes 128 --gate 2: fails when
 #               gputopo's own instructions per select_p_job_test exceed 2 % of stock
 #               cons_tres's (callgrind counts, stock measured in the same invocation)
@@ -115,11 +120,15 @@ done
 phase unit cargo test
 # Every parser of input another party wrote, fuzzed for a bounded time (seconds per target).
 FUZZ_SECS=${GPUTOPO_FUZZ_SECS:-12} phase fuzz "$here/fuzz.sh"
-# Criterion benchmarks of the core in their quick form: they print numbers, they assert nothing.
+# Criterion benchmarks: they print numbers and assert nothing, so CI only builds them (the perf
+# gate below is what CI judges speed by); GPUTOPO_BENCHES=run runs their quick form too (about
+# 3.5 minutes on two idle cores): the core's, and one gputopo metrics scrape of a 1,000-node
+# cluster against gputopo nodes on the same data.
+bench_run=(--no-run)
+[ "${GPUTOPO_BENCHES:-build}" = run ] && bench_run=(-- --quick --noplot)
 phase benches cargo bench -p gputopo-core -p gputopo-eval --bench placement --bench sim --bench priority \
-  --bench steer --bench victims -- --quick --noplot
-# One gputopo metrics scrape of a 1,000-node cluster against gputopo nodes on the same data.
-phase bench-metrics cargo bench -p gputopo-agent --bench metrics -- --quick --noplot
+  --bench steer --bench victims "${bench_run[@]}"
+phase bench-metrics cargo bench -p gputopo-agent --bench metrics "${bench_run[@]}"
 
 # The gputopo command (gres.conf for the harness; the agent's e2e tests also run it).
 phase gputopo-bin cargo build --release -p gputopo-agent --bin gputopo
@@ -173,6 +182,10 @@ for r in $releases; do
   # The perf gate (callgrind counts are repeatable on a loaded machine; wall-clock is not).
   BENCH_DIR=/tmp/gputopo-perf-gate-$r phase "perf-gate-$r" "$here/bench-select.sh" \
     --release "$r" --callgrind --nodes 128 --gate 2
+  # Slurm's own testsuite, the part tagged ci, with gputopo against the stock results of the
+  # full gate run committed per release (docs/harness.md, "Slurm's own testsuite").
+  phase "gate-$r" "$here/slurm-testsuite.sh" "$r" gputopo gputopo --tag ci --sides gputopo \
+    --work "/tmp/gputopo-ts-ci-$r"
   phase "package-$r" "$here/test-package.sh" "$r"
   unset SLURM_SRC_DIR GPUTOPO_PLUGIN_SO GPUTOPO_SLURM_RELEASE GPUTOPO_PANIC_SO
 done

@@ -52,7 +52,7 @@ pub fn entry<R>(
             }
             let msg = panic_message(payload.as_ref());
             let then = if select {
-                "select/gputopo forwards to select/cons_tres from now on and withholds the nodes with a GPU published faulty"
+                "select/gputopo forwards to select/cons_tres from now on and withholds the nodes with a GPU published faulty or drained"
             } else {
                 "the call failed"
             };

@@ -155,6 +155,7 @@ impl Bits {
 macro_rules! read_api {
     () => {
         /// Number of bits (`bit_size`).
+        #[doc(alias = "bit_size")]
         pub fn len(&self) -> usize {
             self.bits.size()
         }
@@ -163,14 +164,18 @@ macro_rules! read_api {
             self.len() == 0
         }
         /// Whether `i` is set; an index outside the bitmap is "not set".
+        #[doc(alias = "bit_test")]
         pub fn contains(&self, i: I) -> bool {
             self.bits.test(i.bit())
         }
         /// Number of set bits.
+        #[doc(alias = "bit_set_count")]
         pub fn count(&self) -> usize {
             self.bits.count()
         }
         /// The set indices, ascending.
+        #[doc(alias = "bit_ffs")]
+        #[doc(alias = "bit_fls")]
         pub fn iter_set(&self) -> impl Iterator<Item = I> + '_ {
             self.bits.set_bits().map(I::from_bit)
         }
@@ -183,6 +188,7 @@ macro_rules! write_api {
         ///
         /// # Errors
         /// [`SlurmError::OutOfBounds`] when `i` is not below [`Self::len`].
+        #[doc(alias = "bit_set")]
         pub fn set(&mut self, i: I) -> Result<(), SlurmError> {
             self.bits.put(i.bit(), true)
         }
@@ -191,11 +197,13 @@ macro_rules! write_api {
         ///
         /// # Errors
         /// [`SlurmError::OutOfBounds`] when `i` is not below [`Self::len`].
+        #[doc(alias = "bit_clear")]
         pub fn clear(&mut self, i: I) -> Result<(), SlurmError> {
             self.bits.put(i.bit(), false)
         }
 
         /// Clears every bit (`bit_clear_all`: one call, not one per bit).
+        #[doc(alias = "bit_clear_all")]
         pub fn clear_all(&mut self) {
             self.bits.clear_all();
         }
@@ -209,6 +217,7 @@ macro_rules! write_api {
 }
 
 /// A bitmap owned by Slurm, borrowed read-only.
+#[doc(alias = "bitstr_t")]
 #[derive(Debug)]
 pub struct BitmapRef<'a, I: BitIndex> {
     bits: Bits,
@@ -246,6 +255,7 @@ impl BitmapRef<'_, GpuIndex> {
 }
 
 /// A bitmap owned by Slurm, borrowed for writing.
+#[doc(alias = "bitstr_t")]
 #[derive(Debug)]
 pub struct BitmapMut<'a, I: BitIndex> {
     bits: Bits,
@@ -302,7 +312,9 @@ impl BitmapMut<'_, GpuIndex> {
     }
 }
 
-/// A bitmap gputopo allocated with `slurm_bit_alloc`; freed on drop.
+/// A bitmap gputopo allocated with `slurm_bit_alloc`; freed on drop (`bit_free`).
+#[doc(alias = "bitstr_t")]
+#[doc(alias = "bit_free")]
 #[derive(Debug)]
 pub struct Bitmap<I: BitIndex> {
     bits: Bits,
@@ -311,6 +323,7 @@ pub struct Bitmap<I: BitIndex> {
 
 impl<I: BitIndex> Bitmap<I> {
     /// Allocates `len` cleared bits from Slurm's allocator (so Slurm may take ownership later).
+    #[doc(alias = "bit_alloc")]
     pub fn new(len: usize) -> Option<Self> {
         let n = ffi::bitoff_t::try_from(len).ok()?;
         // SAFETY: plain allocation; slurm_bit_alloc returns a valid bitmap (it aborts on OOM).

@@ -30,6 +30,7 @@ fn string_field(raw: *const c_char) -> Option<String> {
 }
 
 /// `PluginDir` entries (`:`-separated in slurm.conf), in search order; empty when unset.
+#[doc(alias = "plugindir")]
 pub fn plugin_dirs() -> Vec<PathBuf> {
     // SAFETY: slurm_conf is initialised before any plugin is loaded; one field is copied out.
     let raw = unsafe { (*global()).plugindir };
@@ -45,6 +46,7 @@ pub fn plugin_dirs() -> Vec<PathBuf> {
 
 /// True inside slurmctld (false in slurmd, slurmstepd, clients such as sinfo or sshare).
 #[cfg(not(slurm_25_05))]
+#[doc(alias = "running_in_slurmctld")]
 pub fn in_slurmctld() -> bool {
     // SAFETY: libslurmfull function without preconditions.
     unsafe { ffi::slurm_running_in_slurmctld() }
@@ -57,6 +59,8 @@ const IS_SLURMCTLD: u32 = 1 << 3;
 
 /// True inside slurmctld (false in slurmd, slurmstepd, clients such as sinfo or sshare).
 #[cfg(slurm_25_05)]
+#[doc(alias = "running_in_slurmctld")]
+#[doc(alias = "run_in_daemon")]
 pub fn in_slurmctld() -> bool {
     // SAFETY: libslurmfull function taking a bit mask of daemon kinds, without preconditions.
     unsafe { ffi::slurm_run_in_daemon(IS_SLURMCTLD) }
@@ -64,6 +68,7 @@ pub fn in_slurmctld() -> bool {
 
 /// The path of the slurm.conf this process read (`slurm_conf.slurm_conf`), if known;
 /// gputopo.conf lives next to it.
+#[doc(alias = "slurm_conf")]
 pub fn slurm_conf_path() -> Option<PathBuf> {
     // SAFETY: one pointer field copied out of libslurmfull's initialised global.
     let raw = unsafe { (*global()).slurm_conf };
@@ -96,6 +101,7 @@ const DEBUG_SELECT_OR_GRES: u64 = (1 << 0) | (1 << 6);
 
 /// True when slurm.conf's `DebugFlags` has `SelectType` or `Gres` (gputopo then logs each
 /// placement decision, as Slurm's own `log_flag()` does).
+#[doc(alias = "debug_flags")]
 pub fn debug_select_or_gres() -> bool {
     // SAFETY: a plain u64 read of libslurmfull's initialised global.
     let flags = unsafe { (*global()).debug_flags };

@@ -28,6 +28,7 @@ pub enum SlurmError {
 ///
 /// # Errors
 /// [`SlurmError::Rc`] for every value other than `SLURM_SUCCESS`.
+#[doc(alias = "SLURM_SUCCESS")]
 pub fn check(rc: c_int) -> Result<(), SlurmError> {
     if i64::from(rc) == i64::from(ffi::SLURM_SUCCESS) {
         Ok(())

@@ -16,6 +16,7 @@ use std::ptr::NonNull;
 use crate::ffi;
 
 /// A Slurm list of `*mut T` elements, borrowed.
+#[doc(alias = "list_t")]
 #[derive(Debug)]
 pub struct ListRef<'a, T> {
     list: NonNull<ffi::xlist>,
@@ -36,6 +37,7 @@ impl<'a, T> ListRef<'a, T> {
     }
 
     /// Number of elements (`list_count`).
+    #[doc(alias = "list_count")]
     pub fn len(&self) -> usize {
         // SAFETY: live list (constructor contract).
         let n = unsafe { ffi::slurm_list_count(self.list.as_ptr()) };
@@ -55,6 +57,8 @@ impl<'a, T> ListRef<'a, T> {
     }
 
     /// Iterates the elements in list order.
+    #[doc(alias = "list_iterator_create")]
+    #[doc(alias = "list_next")]
     pub fn iter(&self) -> ListIter<'a, T> {
         // SAFETY: live list; the iterator is destroyed by ListIter::drop.
         let it = unsafe { ffi::slurm_list_iterator_create(self.list.as_ptr()) };
@@ -77,6 +81,7 @@ impl<'a, T> ListRef<'a, T> {
     /// # Safety
     /// `pred` reads its first argument as a `*const T` and its second as a `*const K`, and
     /// does not panic.
+    #[doc(alias = "list_find_first_ro")]
     pub unsafe fn find_first<K>(&self, pred: FindFn, key: &K) -> Option<&'a T> {
         let key = std::ptr::from_ref(key).cast_mut().cast();
         // SAFETY: live list (constructor contract); `pred` matches the element and key types

@@ -104,6 +104,7 @@ impl Log for SlurmLogger {
 }
 
 /// Routes the `log` facade into Slurm (first call wins; later calls only resync the level).
+#[doc(alias = "log_var")]
 pub fn install() {
     // An Err only means a logger is already set in this process (our own, from an earlier init).
     let _already_set = log::set_logger(&LOGGER);
@@ -111,6 +112,7 @@ pub fn install() {
 }
 
 /// Sets `log::max_level` from Slurm's current log level (init and reconfigure).
+#[doc(alias = "get_log_level")]
 pub fn sync_level() {
     log::set_max_level(filter_for(current_slurm_level()));
 }

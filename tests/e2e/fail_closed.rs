@@ -4,7 +4,8 @@
 //!   through `scontrol reconfigure` (24.11 re-executes slurmctld), a slurmctld restart and a
 //!   backup controller's takeover: the plugin keeps each node's last good health in
 //!   `StateSaveLocation/gputopo_health.json` and reads it back; an `Extra` that is not UTF-8
-//!   is logged once per distinct value (and what it still says applies);
+//!   is logged once per distinct value (and what it still says applies); a corrupt file at
+//!   start is reported and kept aside, and a node whose health went with it is withheld;
 //! - after a caught panic in `select_p_job_test` (a `test-panic` build of the plugin, in
 //!   `GPUTOPO_PANIC_SO`: the job named `gputopo_test_panic` panics), health published later is
 //!   still applied, both ways: a new fault withholds its node, and clearing it returns the node;
@@ -152,6 +153,52 @@ fn a_known_fault_survives_reconfigure_restart_and_takeover() {
     );
     assert!(!since.contains("treated as healthy"), "{since}");
 
+    // A corrupt file at start (bad input another party wrote): one error line, the file kept
+    // aside as evidence, slurmctld serves, and n1, whose Extra is unusable and whose last good
+    // health went with the file, is withheld (every GPU) and saved so, until its Extra is good.
+    std::fs::write(health_file(&c), "{\"v\":1,\"nodes\":{\"n1\"").expect("corrupt the file");
+    let from = c.slurmctld_log().len();
+    c.restart_slurmctld();
+    let any = c.sbatch(&["-N1", "-w", "n1", "--gres=gpu:1", "--wrap", "sleep 60"]);
+    // The first job_test that reads n1 says why it withholds it (the restarted slurmctld may
+    // take a few seconds to try the job).
+    c.wait_until("the withheld node to be reported", WAIT, || {
+        c.slurmctld_log()[from..].contains("its last good health is unknown")
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        c.job_state(any).as_deref(),
+        Some("PENDING"),
+        "n1's health went with the corrupt file: withheld"
+    );
+    let since = c.slurmctld_log()[from..].to_string();
+    assert!(
+        since.contains("persisted GPU health was corrupt") && !since.contains("treated as healthy"),
+        "the corrupt file is reported, and n1 is not treated as healthy:\n{since}"
+    );
+    let aside = std::fs::read_dir(c.dir().join("state"))
+        .expect("StateSaveLocation")
+        .filter_map(Result::ok)
+        .any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("gputopo_health.json.corrupt-")
+        });
+    assert!(aside, "the corrupt file is kept aside");
+    c.wait_until("n1 saved as withheld", WAIT, || {
+        std::fs::read_to_string(health_file(&c)).is_ok_and(|t| t.contains("health_not_read_back"))
+    });
+    // Its agent publishes good health again: n1 serves without its faulty GPU, and that is
+    // what is saved; then the record breaks again, for the takeover below.
+    c.ok("scancel", &[&any.to_string()]);
+    set_extra(&c, "n1", &extra_with_faulty(8, BAD));
+    assert_withheld(&c, BAD, "after a start from a corrupt file");
+    c.wait_until("the fault saved again", WAIT, || {
+        std::fs::read_to_string(health_file(&c))
+            .is_ok_and(|t| t.contains("\"n1\"") && !t.contains("health_not_read_back"))
+    });
+    set_extra(&c, "n1", TRUNCATED);
+
     let from = c.backup_log().len();
     c.takeover();
     c.wait_gres_registered();
@@ -169,6 +216,7 @@ fn a_known_fault_survives_reconfigure_restart_and_takeover() {
     c.wait_until("n1 dropped from the persisted health", WAIT, || {
         std::fs::read_to_string(health_file(&c)).is_ok_and(|t| !t.contains("\"n1\""))
     });
+    c.ok("scancel", &[&all8.to_string()]);
 }
 
 /// The `test-panic` build of the plugin for this release, when the suite built one.

@@ -15,10 +15,9 @@
 //! JobId=.. has been requeued|killed to reclaim resources for JobId=.." lines at one time),
 //! so it starts in the first pass that can start it, and no preemptor holds the faulty GPU.
 //! The stock run (`GPUTOPO_SELECT=cons_tres`) prints its counts and rounds beside (measured:
-//! 6 victims in one round each for the 2+4 shape and 12 for `-N2` on 22.05.8 and 24.11.5; under
-//! `preempt/qos` on 24.11.5 stock's 4-GPU job needed a second round when the 2-GPU job took
-//! GPUs its first victims freed). `preempt_qos.rs` runs the REQUEUE shape under
-//! `preempt/qos`.
+//! 6 victims in one round each for the 2+4 shape and 12 for `-N2` on 22.05.8 and 24.11.5).
+//! The preemptors are submitted one after the other ([`preempt`]). `preempt_qos.rs` runs the
+//! REQUEUE shape under `preempt/qos`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -111,8 +110,13 @@ pub(super) fn fill(c: &Cluster, low: &[&str]) {
     }
 }
 
-/// Submits each of `jobs` (sbatch options) in the high tier, waits until all run, and checks
-/// the round and the faulty GPU; returns the victims.
+/// Submits each of `jobs` (sbatch options) in the high tier, one after the other (each once
+/// the one before runs), and checks the round and the faulty GPU; returns the victims.
+///
+/// One at a time: two preemptors tried in one pass race, in Slurm itself, for the GPUs the
+/// first one's victims free while they are requeued (stock's 4-GPU job took a second round
+/// that way under `preempt/qos` on 24.11.5, and gputopo's once on a loaded host), which is not
+/// the decision under test.
 pub(super) fn preempt(c: &Cluster, jobs: &[&[&str]]) -> BTreeSet<u32> {
     let from = c.slurmctld_log().len();
     let ids: Vec<u32> = jobs
@@ -120,12 +124,11 @@ pub(super) fn preempt(c: &Cluster, jobs: &[&[&str]]) -> BTreeSet<u32> {
         .map(|opts| {
             let mut args = opts.to_vec();
             args.extend(["-c1", "--wrap", "sleep 3000"]);
-            c.sbatch(&args)
+            let j = c.sbatch(&args);
+            c.wait_state(j, "RUNNING", WAIT);
+            j
         })
         .collect();
-    for &j in &ids {
-        c.wait_state(j, "RUNNING", WAIT);
-    }
     let victims = one_round_each(c, from, &ids);
     for &j in &ids {
         let got = c.gres_idx(j);

@@ -19,7 +19,7 @@
 use crate::cmd_topo::read_topology;
 use anyhow::{Context, bail};
 use gputopo_core::GpuSet;
-use gputopo_core::placement::{Gputopo, Objective, Request, Score, objective};
+use gputopo_core::placement::{Gputopo, Objective, Prepared, Request, Score, objective};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -91,7 +91,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         None => None,
     };
     let engine = Gputopo::new();
-    let Some(choice) = engine.choose_detailed(&topo, free, &req) else {
+    let Some(choice) = Prepared::new(&engine, []).choose_detailed(&topo, free, &req) else {
         eprintln!("gputopo: no fit: {}", no_fit_reason(free, &req));
         return Ok(2);
     };

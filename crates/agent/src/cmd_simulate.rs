@@ -9,8 +9,8 @@ mod inputs;
 mod report;
 
 use anyhow::{Context, bail};
-use gputopo_core::placement::Policy;
 use gputopo_core::placement::engine::Gputopo;
+use gputopo_core::placement::{Policy, Score};
 use gputopo_eval::baseline::best_effort::BestEffort;
 use gputopo_eval::baseline::first_fit::FirstFit;
 use gputopo_eval::baseline::slurm_greedy::SlurmGreedy;
@@ -77,11 +77,11 @@ pub struct Args {
 }
 
 /// The policy objects named on the command line.
-fn policies(list: &str) -> anyhow::Result<Vec<Box<dyn Policy>>> {
+fn policies(list: &str) -> anyhow::Result<Vec<Box<dyn Policy<Score = Score>>>> {
     list.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|name| -> anyhow::Result<Box<dyn Policy>> {
+        .map(|name| -> anyhow::Result<Box<dyn Policy<Score = Score>>> {
             Ok(match name {
                 "gputopo" => Box::new(Gputopo::new()),
                 "slurm-greedy" | "slurm-greedy-24.11" => Box::new(SlurmGreedy::V24_11),

@@ -1,6 +1,6 @@
 //! The core's one cheap hasher, for maps keyed by small integers that no untrusted input
 //! chooses (addresses and GPU bitmasks): the per-call maps and memos of node steering
-//! ([`crate::steer::Prepared`], [`crate::steer::key_memo`]) and the engine's decision memo
+//! ([`crate::placement::Prepared`], [`crate::steer::key_memo`]) and the engine's decision memo
 //! (`placement::memo`). They are probed for every candidate node on every
 //! `select_p_job_test` call, where std's SipHash (built to resist crafted keys) cost more
 //! than the work they save.

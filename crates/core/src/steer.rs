@@ -32,14 +32,13 @@
 //! - [`health_cache`]: per-node GPU health parsed from node `Extra`, parsed once per change.
 //! - [`key_memo`]: a node's rank keys, computed once per state of its GPUs, not per call.
 //!
-//! The GPU re-pick reaches the engine through the [`Placer`] trait, so its rules are tested
-//! against a brute-force oracle and run against the real engine in slurmctld. Node ranking
-//! uses the engine directly ([`Prepared`]): it orders nodes by the engine's own
-//! [`crate::placement::RankKey`], so there is one node order, not two.
+//! The GPU re-pick reaches the engine through the [`Policy`](crate::placement::Policy) trait, so its rules
+//! are tested against a brute-force oracle and run against the real engine in slurmctld. Node
+//! ranking uses the engine directly ([`crate::placement::Prepared`]): it orders nodes by the
+//! engine's own [`crate::placement::RankKey`], so there is one node order, not two.
 
 pub mod call;
 pub mod cool;
-mod engine_placer;
 pub mod explain;
 pub mod first_fit;
 pub mod health_cache;
@@ -54,28 +53,10 @@ pub mod tries;
 pub mod victims;
 pub mod wide;
 
-pub use engine_placer::Prepared;
-
 #[cfg(test)]
 mod oracle;
 
 use crate::gpuset::GpuSet;
-use crate::placement::Request;
-use crate::topology::NodeTopology;
-use std::fmt;
-
-/// What the steering rules need from a placement engine: the best set for a request, and a
-/// score to compare two sets on one node (higher is better).
-pub trait Placer {
-    /// Comparable quality of a GPU set; printable so decisions can be logged.
-    type Score: Ord + Copy + fmt::Debug + fmt::Display;
-
-    /// The best `req.count` GPUs out of `free`, or `None` when impossible.
-    fn choose(&self, topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<GpuSet>;
-
-    /// The quality of `set` on `topo`.
-    fn score(&self, topo: &NodeTopology, set: GpuSet) -> Self::Score;
-}
 
 /// Per-GPU health of one node, as masks over Slurm GRES indices.
 ///

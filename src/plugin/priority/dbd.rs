@@ -18,7 +18,6 @@ use gputopo_core::priority::reset::{ResetPeriod, ResetSchedule};
 use gputopo_core::priority::usage::{PassPlan, pass_charges, pass_plan};
 use gputopo_core::priority::{Flags, PriorityConfig};
 
-use super::recalc::decay_factor;
 use crate::slurm::prio::job::{JobRecord, JobsLocked};
 use crate::slurm::prio::{self, CtldLock, CtldLocks, assoc, usage};
 
@@ -46,6 +45,12 @@ fn clock() -> MutexGuard<'static, Clock> {
 
 fn schedule() -> ResetSchedule {
     ResetSchedule::new(ResetPeriod::from_slurm(prio::reset_period()))
+}
+
+/// Multifactor's per-second decay factor for the configured `PriorityDecayHalfLife`.
+fn decay_factor() -> f64 {
+    let (_, hl) = prio::periods();
+    gputopo_core::priority::recalc::decay_factor(hl)
 }
 
 /// Reads the decay clock once per process, at the role's start (with slurmdbd): jobs that end

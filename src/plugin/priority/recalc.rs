@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use gputopo_core::priority::multifactor::apply_incr_only;
-use gputopo_core::priority::recalc::{self, charged, recalculates};
+use gputopo_core::priority::recalc::{charged, recalculates};
 use gputopo_core::priority::reset::ResetPeriod;
 
 use super::dbd::{self, ClockSave, DbdPass};
@@ -205,12 +205,6 @@ thread_local! {
     /// The records a pass keeps to score, reused by every pass of this thread (the loop's, or
     /// `priority_p_recover`'s).
     static BUF: RefCell<JobBuf> = RefCell::new(JobBuf::default());
-}
-
-/// Multifactor's per-second decay factor for the configured `PriorityDecayHalfLife`.
-pub fn decay_factor() -> f64 {
-    let (_, hl) = prio::periods();
-    recalc::decay_factor(hl)
 }
 
 /// The loop body of the recalculation thread; returns when asked to stop.

@@ -25,6 +25,7 @@
 //! (cons_tres alone, nodes with a GPU published faulty withheld, read on every call) and
 //! every other call forwards, except reconfigure.
 
+pub mod decision_log;
 pub mod degraded;
 pub mod explain;
 pub mod persist;

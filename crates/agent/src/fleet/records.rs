@@ -6,7 +6,7 @@
 //! one-line text form is the same from 22.05 to 26.05 for the keys read here.
 
 use anyhow::Context;
-use gputopo_core::topology::gres_conf_parse::expand_hostlist;
+use gputopo_core::topology::gres_conf_lines::expand_hostlist;
 use gputopo_core::wideset::WideSet;
 use std::collections::HashMap;
 use std::process::Command;

@@ -20,7 +20,7 @@
 pub mod mig;
 
 use gputopo_core::identity::{self, Record, gres_conf};
-use gputopo_core::topology::gres_conf_parse::minor_of;
+use gputopo_core::topology::gres_conf_lines::minor_of;
 use std::path::Path;
 
 /// One NVML device, as the mapping needs it.

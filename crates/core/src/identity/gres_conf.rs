@@ -2,8 +2,8 @@
 //! `AutoDetect=` value, and `fake_gpus.conf`, the system list slurmd reads instead of NVML.
 
 use super::Record;
-use crate::keyvalue::{self, LineError, get};
-use crate::topology::gres_conf_parse::expand_hostlist;
+use crate::keyvalue::LineError;
+use crate::topology::gres_conf_lines::{Devices, node_lines};
 
 /// A node's GPU lines of gres.conf.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -33,85 +33,50 @@ impl NodeGres {
 /// Most GPUs one record may expand to (bounds work on hostile input).
 const MAX_RECORDS: usize = 4096;
 
-/// Reads the `Name=gpu` records and `AutoDetect=` of `node` from gres.conf text. Lines whose
-/// `NodeName=` does not include the node are skipped.
+/// Reads the `Name=gpu` records and `AutoDetect=` of `node` from gres.conf text (the lines
+/// that apply to it: [`node_lines`]).
 ///
 /// # Errors
 /// A [`LineError`] for a malformed line, a bad `NodeName=`/`File=` list or `Count=`.
 pub fn read(text: &str, node: &str) -> Result<NodeGres, LineError> {
-    let mut out = NodeGres::default();
-    let mut node_autodetect = None;
-    for (line, words) in keyvalue::lines(text) {
-        let words = words?;
-        let named = match get(&words, "NodeName") {
-            Some(hosts) => {
-                let names =
-                    expand_hostlist(hosts).map_err(|m| LineError::new(line, "NodeName", m))?;
-                if !names.iter().any(|h| h == node) {
-                    continue;
-                }
-                true
-            }
-            None => false,
-        };
-        if let Some(a) = get(&words, "AutoDetect") {
-            let a = Some(a.to_ascii_lowercase());
-            if named {
-                node_autodetect = a;
-            } else {
-                out.autodetect = a;
-            }
-        }
-        if !get(&words, "Name").is_some_and(|n| n.eq_ignore_ascii_case("gpu")) {
-            continue;
-        }
+    let lines = node_lines(text, Some(node))?;
+    let mut gpus = Vec::new();
+    for g in &lines.gpus {
         let one = |file: Option<String>| Record {
             file,
-            type_name: get(&words, "Type").map(str::to_string),
-            links: get(&words, "Links").map(str::to_string),
+            type_name: g.get("Type").map(str::to_string),
+            links: g.get("Links").map(str::to_string),
         };
-        match (get(&words, "File"), get(&words, "MultipleFiles")) {
-            (Some(_), Some(_)) => {
-                return Err(LineError::new(
-                    line,
-                    "MultipleFiles",
-                    "File= and MultipleFiles= exclude each other (slurmd refuses the line)",
-                ));
-            }
-            // One GPU over several device files: a MIG instance written by hand is its
-            // parent's file and the capability files of its GPU and compute instance. Slurm
-            // keeps the list as the record's file and sorts by it like any File=.
-            (None, Some(m)) => {
-                let files =
-                    expand_hostlist(m).map_err(|e| LineError::new(line, "MultipleFiles", e))?;
-                if out.gpus.len() >= MAX_RECORDS {
-                    return Err(LineError::new(line, "MultipleFiles", "too many GPUs"));
+        match g.devices()? {
+            Devices::Files(files) => {
+                if gpus.len() + files.len() > MAX_RECORDS {
+                    return Err(LineError::new(g.line, "File", "too many GPUs"));
                 }
-                out.gpus.push(one(Some(files.join(","))));
+                gpus.extend(files.into_iter().map(|f| one(Some(f))));
             }
-            (Some(f), None) => {
-                let files = expand_hostlist(f).map_err(|m| LineError::new(line, "File", m))?;
-                if out.gpus.len() + files.len() > MAX_RECORDS {
-                    return Err(LineError::new(line, "File", "too many GPUs"));
+            Devices::Multiple(files) => {
+                if gpus.len() >= MAX_RECORDS {
+                    return Err(LineError::new(g.line, "MultipleFiles", "too many GPUs"));
                 }
-                out.gpus.extend(files.into_iter().map(|f| one(Some(f))));
+                gpus.push(one(Some(files.join(","))));
             }
-            (None, None) => {
-                let count: usize = get(&words, "Count")
+            Devices::Count => {
+                let count: usize = g
+                    .get("Count")
                     .unwrap_or("1")
                     .parse()
-                    .map_err(|_| LineError::new(line, "Count", "not a number"))?;
-                if out.gpus.len() + count > MAX_RECORDS {
-                    return Err(LineError::new(line, "Count", "too many GPUs"));
+                    .map_err(|_| LineError::new(g.line, "Count", "not a number"))?;
+                if gpus.len() + count > MAX_RECORDS {
+                    return Err(LineError::new(g.line, "Count", "too many GPUs"));
                 }
-                out.gpus.extend((0..count).map(|_| one(None)));
+                gpus.extend((0..count).map(|_| one(None)));
             }
         }
     }
-    if node_autodetect.is_some() {
-        out.autodetect = node_autodetect;
-    }
-    Ok(out)
+    Ok(NodeGres {
+        gpus,
+        autodetect: lines.autodetect,
+    })
 }
 
 /// Parses `fake_gpus.conf` (`_add_fake_gpus_from_file` in gres_gpu.c): one device per line,

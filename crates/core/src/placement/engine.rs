@@ -21,17 +21,22 @@
 //! ([`super::tables`]). A decision is then a table lookup (≤ 8 GPUs) or a branch and bound
 //! whose bounds are table lookups (≤ 16 GPUs, `super::search`). [`Gputopo::pick_on`] returns
 //! the set alone; [`Gputopo::choose_on`] also assembles its [`Objective`], which costs more
-//! than the decision on small nodes. `docs/engine.md` has the measured figures.
+//! than the decision on small nodes. `docs/perf-log.md` has the measured figures.
 //!
 //! Above 16 GPUs per node (none ship today) no tables are built and a heuristic is used
 //! ([`super::heuristic`]: multi-start greedy growth plus swaps on the set's own quality; its
 //! measured gap to the optimum is in `docs/engine.md`). It is not exact and reports no lookahead
 //! in its [`Objective`]; callers see the same `gputopo` policy.
 
-use super::objective::{self, Objective, Score};
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use super::objective::{self, Objective};
+use super::score::Score;
 use super::search::decide;
 use super::tables::{TableCache, TopoHandle, TopoTables};
 use super::{Policy, Request};
+use crate::fast_hash::FastHash;
 use crate::gpuset::GpuSet;
 use crate::topology::NodeTopology;
 
@@ -71,21 +76,7 @@ impl Gputopo {
         self.cache.len()
     }
 
-    /// Chooses a set and reports its objective value; `None` when the request cannot be met
-    /// (fewer than `req.count` free GPUs, `required` not free, or more required than count).
-    pub fn choose_detailed(
-        &self,
-        topo: &NodeTopology,
-        free: GpuSet,
-        req: &Request,
-    ) -> Option<Choice> {
-        match self.handle(topo) {
-            Some(h) => Self::choose_on(&h, free, req),
-            None => heuristic(topo, free, req),
-        }
-    }
-
-    /// [`Gputopo::choose_detailed`] on tables the caller already holds.
+    /// [`Prepared::choose_detailed`] on tables the caller already holds.
     pub fn choose_on(tables: &TopoTables, free: GpuSet, req: &Request) -> Option<Choice> {
         let gpus = Self::pick_on(tables, free, req)?;
         Some(Choice {
@@ -100,7 +91,7 @@ impl Gputopo {
     ///
     /// The objective (the leftover per size, the loss) explains a choice; building it costs
     /// more than the choice itself on ≤ 8-GPU nodes, where the choice is one table load. So
-    /// callers that only allocate (the simulator, [`Policy::choose`], the plugin's placer)
+    /// callers that only allocate (the simulator, [`Policy::choose`], the plugin's re-pick)
     /// call this, and ask [`TopoTables::objective`] for the details of a set when they want
     /// them (`gputopo pick`, node ranking keys).
     pub fn pick_on(tables: &TopoTables, free: GpuSet, req: &Request) -> Option<GpuSet> {
@@ -128,16 +119,99 @@ impl Gputopo {
     }
 }
 
+/// The engine with no tables at hand: each topology's come from its interning cache.
 impl Policy for Gputopo {
+    type Score = Score;
+
     fn name(&self) -> &'static str {
         "gputopo"
     }
 
     fn choose(&self, topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<GpuSet> {
-        match self.handle(topo) {
-            Some(h) => Self::pick_on(&h, free, req),
+        Prepared::new(self, []).choose(topo, free, req)
+    }
+
+    fn score(&self, topo: &NodeTopology, set: GpuSet) -> Score {
+        score(topo, set)
+    }
+}
+
+/// The engine with the tables of known topologies at hand, by topology identity (address):
+/// the one place that decides which path a choice takes (the node's tables, the engine's
+/// interning cache, or the heuristic above 16 GPUs).
+///
+/// slurmctld keeps each node's interned tables with its per-node model and builds one per
+/// decision round, so a decision is a table lookup without re-deriving the topology's key on
+/// every call. Build it from topologies the caller keeps alive for the round, so an address
+/// cannot be reused by another topology meanwhile; unknown topologies fall back to the
+/// engine's own (interning) path, so a miss is only slower, never different.
+#[derive(Debug)]
+pub struct Prepared<'a> {
+    engine: &'a Gputopo,
+    /// Keyed by address, hashed with [`FastHash`]: the map is built and probed for every
+    /// candidate node on every `select_p_job_test` call, where the default SipHash cost more
+    /// than the engine's table lookup itself.
+    tables: HashMap<usize, TopoHandle, FastHash>,
+}
+
+impl<'a> Prepared<'a> {
+    /// The engine with `tables` (each topology with its handle from [`Gputopo::handle`]);
+    /// `Prepared::new(&engine, [])` knows none.
+    pub fn new<'t>(
+        engine: &'a Gputopo,
+        tables: impl IntoIterator<Item = (&'t NodeTopology, TopoHandle)>,
+    ) -> Self {
+        Prepared {
+            engine,
+            tables: tables
+                .into_iter()
+                .map(|(t, h)| (std::ptr::from_ref(t) as usize, h))
+                .collect(),
+        }
+    }
+
+    /// The engine's choice with its objective value (the leftover per size, the loss), which
+    /// explains it (`gputopo pick`) and ranks nodes ([`super::RankKey`]); `None` when the
+    /// request cannot be met (fewer than `req.count` free GPUs, `required` not free, or more
+    /// required than count).
+    pub fn choose_detailed(
+        &self,
+        topo: &NodeTopology,
+        free: GpuSet,
+        req: &Request,
+    ) -> Option<Choice> {
+        match self.tables_of(topo) {
+            Some(h) => Gputopo::choose_on(&h, free, req),
+            None => heuristic(topo, free, req),
+        }
+    }
+
+    /// The tables of `topo`: the round's (borrowed: no reference count on the hot path),
+    /// else the engine's cache; `None` above 16 GPUs.
+    fn tables_of(&self, topo: &NodeTopology) -> Option<Cow<'_, TopoHandle>> {
+        match self.tables.get(&(std::ptr::from_ref(topo) as usize)) {
+            Some(h) => Some(Cow::Borrowed(h)),
+            None => self.engine.handle(topo).map(Cow::Owned),
+        }
+    }
+}
+
+impl Policy for Prepared<'_> {
+    type Score = Score;
+
+    fn name(&self) -> &'static str {
+        "gputopo"
+    }
+
+    fn choose(&self, topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<GpuSet> {
+        match self.tables_of(topo) {
+            Some(h) => Gputopo::pick_on(&h, free, req),
             None => super::heuristic::choose(topo, free, req),
         }
+    }
+
+    fn score(&self, topo: &NodeTopology, set: GpuSet) -> Score {
+        score(topo, set)
     }
 }
 

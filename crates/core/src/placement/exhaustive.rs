@@ -62,11 +62,17 @@ impl Exhaustive {
 }
 
 impl Policy for Exhaustive {
+    type Score = crate::placement::Score;
+
     fn name(&self) -> &'static str {
         "exhaustive"
     }
 
     fn choose(&self, topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<GpuSet> {
         Self::choose_detailed(topo, free, req).map(|(s, _)| s)
+    }
+
+    fn score(&self, topo: &NodeTopology, set: GpuSet) -> crate::placement::Score {
+        objective::score(topo, set)
     }
 }

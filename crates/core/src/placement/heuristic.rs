@@ -18,7 +18,8 @@
 //! reported in `docs/engine.md` (none for k ≤ 4; one miss in 12 at k = 5).
 
 use super::Request;
-use super::objective::{Score, lex_smaller, pair_gbps, score};
+use super::objective::{lex_smaller, score};
+use super::score::{Score, pair_gbps};
 use crate::gpuset::GpuSet;
 use crate::topology::NodeTopology;
 

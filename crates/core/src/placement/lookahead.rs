@@ -23,7 +23,7 @@
 //! NVLink counts or PCIe levels (the bucketed `class` of [`Score`]), comparable between
 //! different boards; aggregates are not, so they stay within the node.
 
-use super::objective::{NVLINK_GBPS, Score};
+use super::score::{NVLINK_GBPS, Score};
 
 /// Most lookahead sizes per node (16, 8, 4, 2 and up to two NVLink group sizes).
 pub const MAX_SIZES: usize = 6;
@@ -97,7 +97,7 @@ pub(crate) fn bottleneck_value(s: Score) -> u32 {
 }
 
 /// The lookahead sizes of an `n`-GPU node whose pairs have values `pair(a, b)` (GB/s, see
-/// [`super::objective::pair_gbps`]): 16, 8, 4, 2 up to `n`, then the sizes (≥ 2) of its
+/// [`super::score::pair_gbps`]): 16, 8, 4, 2 up to `n`, then the sizes (≥ 2) of its
 /// NVLink groups (connected components of the NVLink graph) not already listed, largest
 /// first; at most [`MAX_SIZES`], descending.
 pub fn sizes(n: usize, pair: impl Fn(usize, usize) -> u32) -> Vec<usize> {

@@ -49,10 +49,11 @@
 //! and counts the slots; the distinct slots' keys are sorted, equal keys merged into runs;
 //! a second pass places each node at its run's next position (a stable counting sort, so
 //! ties keep input order). No per-node branch but the one of a slot's first sight, and no
-//! hashing: 10,000 nodes take about 62 instructions each, sort included (`docs/engine.md`).
+//! hashing: 10,000 nodes take about 62 instructions each, sort included (`docs/perf-log.md`).
 
 use super::lookahead::Loss;
-use super::objective::{Objective, Score};
+use super::objective::Objective;
+use super::score::Score;
 use super::search::decide;
 use super::tables::{TIER_MAX_GPUS, TopoTables};
 use crate::gpuset::GpuSet;

@@ -34,7 +34,8 @@
 
 use super::lookahead::{self, Leftover, Loss};
 use super::memo::{Memo, Memoised};
-use super::objective::{Objective, Score, pair_gbps};
+use super::objective::Objective;
+use super::score::{Score, pair_gbps};
 use crate::gpuset::GpuSet;
 use crate::topology::NodeTopology;
 use std::sync::{Arc, OnceLock};

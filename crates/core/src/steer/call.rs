@@ -23,8 +23,9 @@ pub use answer::{
     Chosen, GpuPicks, Pick, Reply, Selection, SharedPick, SharedPicks, SharingRecord,
 };
 pub use events::Event;
-pub use judge::{GpuWrite, Placement, SharedWrite, Verdict, judge};
+pub use judge::{GpuWrite, Placement, Verdict, judge};
 pub use plan::{Start, candidate, filter_rule, start};
+pub use shares::SharedWrite;
 pub use snapshot::{
     GpuNeed, Gpus, JobFacts, Modelled, NodeSharing, NodeState, ShareNeed, Snapshot,
 };

@@ -10,15 +10,15 @@
 //! equal quads free, the lowest quad is the engine's choice, and the cool one is as good for
 //! the job. Warm GPUs come from the agent ([`crate::health::telemetry::warm`]).
 
-use super::Placer;
 use super::repick::{Decision, NodeInput, ReplaceReason, choose_healthiest};
 use crate::gpuset::GpuSet;
+use crate::placement::Policy;
 use crate::topology::NodeTopology;
 
 /// The decision with a cooler, equally connected set where the chosen one holds warm GPUs.
 /// Exclusions, whole-node jobs and sets without warm GPUs pass unchanged.
-pub fn prefer_cool<P: Placer>(
-    placer: &P,
+pub fn prefer_cool<P: Policy>(
+    policy: &P,
     input: &NodeInput<'_>,
     decision: Decision<P::Score>,
     warm: GpuSet,
@@ -31,7 +31,7 @@ pub fn prefer_cool<P: Placer>(
     }
     let topo = input.topo;
     let Some(cool) = cool_alternative(
-        placer,
+        policy,
         topo,
         input.usable(),
         input.health.degraded,
@@ -44,8 +44,8 @@ pub fn prefer_cool<P: Placer>(
     Decision::Replace {
         set: cool,
         why: ReplaceReason::Cooler,
-        old_score: placer.score(topo, input.stock),
-        new_score: placer.score(topo, cool),
+        old_score: policy.score(topo, input.stock),
+        new_score: policy.score(topo, cool),
     }
 }
 
@@ -54,8 +54,8 @@ pub fn prefer_cool<P: Placer>(
 /// scores exactly as `chosen` does and holds no more degraded GPUs; `None` otherwise. Shared
 /// by the GPU pick ([`prefer_cool`]) and the node ranking (`narrow::node_key`), so a node
 /// ranks by the warm GPUs the job would really get there.
-pub fn cool_alternative<P: Placer>(
-    placer: &P,
+pub fn cool_alternative<P: Policy>(
+    policy: &P,
     topo: &NodeTopology,
     usable: GpuSet,
     degraded: GpuSet,
@@ -65,9 +65,9 @@ pub fn cool_alternative<P: Placer>(
 ) -> Option<GpuSet> {
     let count = chosen.len();
     let pool = usable.difference(warm);
-    let cool = choose_healthiest(placer, topo, pool, degraded, count, near)
+    let cool = choose_healthiest(policy, topo, pool, degraded, count, near)
         .filter(|c| c.len() == count && c.is_subset(pool))?;
-    let same_quality = placer.score(topo, cool) == placer.score(topo, chosen);
+    let same_quality = policy.score(topo, cool) == policy.score(topo, chosen);
     let degraded_in = |s: GpuSet| s.intersection(degraded).len();
     (same_quality && degraded_in(cool) <= degraded_in(chosen)).then_some(cool)
 }

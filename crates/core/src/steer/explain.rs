@@ -19,10 +19,9 @@ use std::fmt;
 mod read;
 pub use read::{Note, PlacedNode, read};
 
-use super::Placer;
 use crate::gpuset::GpuSet;
-use crate::placement::Request;
-use crate::placement::objective::pair_gbps;
+use crate::placement::score::pair_gbps;
+use crate::placement::{Policy, Request};
 use crate::topology::{NodeTopology, PcieLevel};
 
 /// The start of gputopo's line in the comment.
@@ -85,15 +84,15 @@ pub struct Quality {
 
 /// Judges `set` against the best set of its size among `free` (the GPUs the job could have
 /// had here: eligible and not faulty; `set` is counted in).
-pub fn assess<P: Placer>(placer: &P, topo: &NodeTopology, set: GpuSet, free: GpuSet) -> Quality {
+pub fn assess<P: Policy>(policy: &P, topo: &NodeTopology, set: GpuSet, free: GpuSet) -> Quality {
     let req = Request {
         count: set.len(),
         required: GpuSet::EMPTY,
         near: GpuSet::EMPTY,
     };
-    let better_free = placer
+    let better_free = policy
         .choose(topo, free.union(set), &req)
-        .filter(|best| placer.score(topo, *best) > placer.score(topo, set))
+        .filter(|best| policy.score(topo, *best) > policy.score(topo, set))
         .map(|best| bottleneck(topo, best));
     Quality {
         link: bottleneck(topo, set),
@@ -118,8 +117,8 @@ pub struct NodeNote {
 impl NodeNote {
     /// The note of a node whose topology gputopo models: `set` judged against the `usable`
     /// GPUs ([`assess`]), with the degraded GPUs among it.
-    pub fn ranked<P: Placer>(
-        placer: &P,
+    pub fn ranked<P: Policy>(
+        policy: &P,
         topo: &NodeTopology,
         set: GpuSet,
         usable: GpuSet,
@@ -128,7 +127,7 @@ impl NodeNote {
         NodeNote {
             node: topo.name.clone(),
             gpus: set.to_string(),
-            quality: Some(assess(placer, topo, set, usable)),
+            quality: Some(assess(policy, topo, set, usable)),
             degraded: Some(set.intersection(degraded).to_string()),
         }
     }

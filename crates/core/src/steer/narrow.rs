@@ -27,11 +27,11 @@
 //! faulty one). Never applied in TEST_ONLY: a transient fault must not make a job "never
 //! runnable".
 
+use super::HealthMasks;
 use super::cool::cool_alternative;
 use super::repick::healthiest_request;
-use super::{HealthMasks, Prepared};
 use crate::gpuset::GpuSet;
-use crate::placement::RankKey;
+use crate::placement::{Prepared, RankKey};
 use crate::topology::NodeTopology;
 
 mod key;

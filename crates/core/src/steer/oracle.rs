@@ -1,11 +1,10 @@
-//! A brute-force [`Placer`] for the steering tests: tries every subset, so it is the exact
+//! A brute-force [`Policy`] for the steering tests: tries every subset, so it is the exact
 //! optimum of a simple objective (bottleneck NVLinks, then total NVLinks, then the worst
 //! PCIe level, then affinity). The real engine is tested against its own oracle; these tests
-//! only need *some* exact placer to check the steering rules.
+//! only need *some* exact policy to check the steering rules.
 
-use super::Placer;
 use crate::gpuset::GpuSet;
-use crate::placement::Request;
+use crate::placement::{Policy, Request};
 use crate::topology::{NodeTopology, PcieLevel};
 use std::cmp::Reverse;
 
@@ -43,8 +42,12 @@ impl BruteForce {
     }
 }
 
-impl Placer for BruteForce {
+impl Policy for BruteForce {
     type Score = OracleScore;
+
+    fn name(&self) -> &'static str {
+        "brute-force"
+    }
 
     fn choose(&self, topo: &NodeTopology, free: GpuSet, req: &Request) -> Option<GpuSet> {
         if !req.required.is_subset(free) || req.count > free.len() {

@@ -17,9 +17,9 @@
 //! cons_tres again. A pick is replaced only when the new set is strictly better (healthier,
 //! or a higher engine score), so equal-quality picks keep cons_tres's indices.
 
-use super::{HealthMasks, Placer};
+use super::HealthMasks;
 use crate::gpuset::GpuSet;
-use crate::placement::Request;
+use crate::placement::{Policy, Request};
 use crate::topology::NodeTopology;
 
 /// The GPUs cons_tres's own rules allow for this job on this node.
@@ -205,7 +205,7 @@ pub fn keep_pinned<S>(input: &NodeInput<'_>) -> Decision<S> {
 }
 
 /// Decides the GPUs of one node. See the module docs for the rules.
-pub fn repick<P: Placer>(placer: &P, input: &NodeInput<'_>) -> Decision<P::Score> {
+pub fn repick<P: Policy>(policy: &P, input: &NodeInput<'_>) -> Decision<P::Score> {
     let NodeInput {
         topo,
         stock,
@@ -230,7 +230,7 @@ pub fn repick<P: Placer>(placer: &P, input: &NodeInput<'_>) -> Decision<P::Score
     let count = stock.len();
     let stock_ok = stock.intersection(faulty).is_empty();
     let pool = input.usable();
-    let choice = choose_healthiest(placer, topo, pool, health.degraded, count, input.near)
+    let choice = choose_healthiest(policy, topo, pool, health.degraded, count, input.near)
         .filter(|c| c.len() == count && c.is_subset(pool));
     let Some(set) = choice else {
         return if stock_ok {
@@ -246,7 +246,7 @@ pub fn repick<P: Placer>(placer: &P, input: &NodeInput<'_>) -> Decision<P::Score
         return Decision::Keep(KeepReason::AlreadyBest);
     }
     let degraded_in = |s: GpuSet| s.intersection(health.degraded).len();
-    let (old_score, new_score) = (placer.score(topo, stock), placer.score(topo, set));
+    let (old_score, new_score) = (policy.score(topo, stock), policy.score(topo, set));
     let why = if !stock_ok {
         ReplaceReason::AvoidsFaulty
     } else if degraded_in(set) < degraded_in(stock) {
@@ -266,8 +266,8 @@ pub fn repick<P: Placer>(placer: &P, input: &NodeInput<'_>) -> Decision<P::Score
 
 /// The engine's best `count` GPUs out of `pool`, using degraded GPUs only to make up the
 /// count ([`healthiest_request`]).
-pub(crate) fn choose_healthiest<P: Placer>(
-    placer: &P,
+pub(crate) fn choose_healthiest<P: Policy>(
+    policy: &P,
     topo: &NodeTopology,
     pool: GpuSet,
     degraded: GpuSet,
@@ -275,7 +275,7 @@ pub(crate) fn choose_healthiest<P: Placer>(
     near: GpuSet,
 ) -> Option<GpuSet> {
     let (free, req) = healthiest_request(pool, degraded, count, near)?;
-    placer.choose(topo, free, &req)
+    policy.choose(topo, free, &req)
 }
 
 /// What to ask the engine for `count` GPUs out of `pool` so that degraded GPUs only make up

@@ -19,7 +19,8 @@
 use std::cmp::Reverse;
 
 use crate::gpuset::GpuSet;
-use crate::steer::{HealthMasks, Placer};
+use crate::placement::Policy;
+use crate::steer::HealthMasks;
 use crate::topology::NodeTopology;
 
 /// Largest node whose subsets are enumerated (16 choose 8 = 12,870 sets).
@@ -91,7 +92,7 @@ pub(crate) fn subsets(pool: GpuSet, k: usize) -> Vec<GpuSet> {
 /// Most GPU sets [`choose`] examines in one call. A node whose sets would take the call past
 /// it ends the search with no plan (Slurm's order then stands, as without gputopo), so the
 /// cost of a call is bounded whatever the cluster: 7 distinct 16-GPU node states for an
-/// 8-GPU job, 1,428 distinct 8-GPU ones for a 4-GPU job (docs/select.md, "Victim search
+/// 8-GPU job, 1,428 distinct 8-GPU ones for a 4-GPU job (docs/perf-log.md, "Victim search
 /// cost").
 pub const MAX_SETS_PER_CALL: usize = 100_000;
 
@@ -102,8 +103,8 @@ pub const MAX_SETS_PER_CALL: usize = 100_000;
 /// state (topology, masks, its candidates in order) repeats an earlier one's is skipped (its
 /// best plan is the same, and loses on the node index); within a node a set is scored only
 /// when its victims cost no more than the best plan's.
-pub fn choose<P: Placer>(
-    placer: &P,
+pub fn choose<P: Policy>(
+    policy: &P,
     nodes: &[VictimNode<'_>],
     candidates: &[Candidate],
     need: usize,
@@ -163,7 +164,7 @@ pub fn choose<P: Placer>(
             let cost = Cost {
                 count,
                 ranks,
-                score: Reverse(placer.score(n.topo, set)),
+                score: Reverse(policy.score(n.topo, set)),
                 node: n.index,
             };
             if best.as_ref().is_none_or(|(b, _)| cost < *b) {

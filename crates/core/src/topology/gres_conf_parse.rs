@@ -10,9 +10,10 @@
 //!   GPU, -1 exactly at the GPU's own index, numbers ≥ 0 elsewhere, and symmetric (an
 //!   asymmetric pair is an error naming the later of the two lines).
 //!
-//! `NodeName=` lines are filtered by the requested node (host lists like `n[1-4],gpu07` are
-//! expanded); without a requested node the file must describe a single node.
-//! `AutoDetect=` and non-GPU GRES lines (`Name=mps`, `Name=shard`, ...) are ignored.
+//! Which lines apply to the node comes from the one line reader, [`super::gres_conf_lines`]
+//! (`NodeName=` host lists like `n[1-4],gpu07`; without a requested node the file must describe
+//! a single node). `AutoDetect=` and non-GPU GRES lines (`Name=mps`, `Name=shard`, ...) are
+//! ignored.
 //!
 //! The model itself comes from the one GRES constructor, [`super::gres_model::from_gres`]
 //! (the plugin uses it too): gres.conf has no PCIe paths, so pairs sharing `Cores=` get
@@ -20,9 +21,10 @@
 //! Every problem is a [`LineError`] naming the line and key; no input panics.
 
 use super::NodeTopology;
+use super::gres_conf_lines::{minor_of, node_lines};
 use super::gres_model::{GresGpu, from_gres};
 use crate::gpuset::MAX_GPUS;
-use crate::keyvalue::{self, LineError, get};
+use crate::keyvalue::LineError;
 
 /// Parses the GPUs of `node` (or of the only node described) from gres.conf text.
 ///
@@ -42,60 +44,26 @@ pub fn parse(text: &str, node: Option<&str>) -> Result<NodeTopology, LineError> 
 /// # Errors
 /// As [`parse`], except for the missing GPU line.
 pub fn parse_if_any(text: &str, node: Option<&str>) -> Result<Option<NodeTopology>, LineError> {
+    let lines = node_lines(text, node)?;
     let mut gpus: Vec<GpuLine> = Vec::new();
-    let mut node_names: Option<(usize, String)> = None;
-    for (line, words) in keyvalue::lines(text) {
-        let words = words?;
-        if get(&words, "AutoDetect").is_some() && get(&words, "Name").is_none() {
-            continue;
-        }
-        let name = get(&words, "Name").unwrap_or("");
-        if !name.eq_ignore_ascii_case("gpu") {
-            continue;
-        }
-        if let Some(p) = words.iter().find(|p| !p.has_value) {
+    for g in &lines.gpus {
+        let line = g.line;
+        if let Some(p) = g.words.iter().find(|p| !p.has_value) {
             return Err(LineError::new(line, p.key, "expected Key=Value"));
         }
-        if let Some(hosts) = get(&words, "NodeName") {
-            match node {
-                Some(want) => {
-                    let names =
-                        expand_hostlist(hosts).map_err(|m| LineError::new(line, "NodeName", m))?;
-                    if !names.iter().any(|h| h == want) {
-                        continue;
-                    }
-                }
-                None => match &node_names {
-                    Some((_, first)) if first != hosts => {
-                        return Err(LineError::new(
-                            line,
-                            "NodeName",
-                            format!(
-                                "lines for '{first}' and '{hosts}': name the node to read (--node)"
-                            ),
-                        ));
-                    }
-                    Some(_) => {}
-                    None => node_names = Some((line, hosts.to_string())),
-                },
-            }
-        }
-        let files = match get(&words, "File") {
-            Some(f) => expand_hostlist(f).map_err(|m| LineError::new(line, "File", m))?,
-            None => {
-                return Err(LineError::new(
-                    line,
-                    "File",
-                    "missing (needed for GPU order)",
-                ));
-            }
+        let Some(files) = g.files()? else {
+            return Err(LineError::new(
+                line,
+                "File",
+                "missing (needed for GPU order)",
+            ));
         };
-        let cores = match get(&words, "Cores") {
+        let cores = match g.get("Cores") {
             Some(c) => crate::cpulist::parse_members(c, 1 << 16)
                 .map_err(|m| LineError::new(line, "Cores", m))?,
             None => Vec::new(),
         };
-        let links = match get(&words, "Links") {
+        let links = match g.get("Links") {
             Some(l) => {
                 if files.len() != 1 {
                     return Err(LineError::new(
@@ -108,7 +76,7 @@ pub fn parse_if_any(text: &str, node: Option<&str>) -> Result<Option<NodeTopolog
             }
             None => None,
         };
-        let type_name = get(&words, "Type").map(str::to_string);
+        let type_name = g.get("Type").map(str::to_string);
         for f in &files {
             if gpus.len() >= MAX_GPUS {
                 return Err(LineError::new(
@@ -129,14 +97,7 @@ pub fn parse_if_any(text: &str, node: Option<&str>) -> Result<Option<NodeTopolog
     if gpus.is_empty() {
         return Ok(None);
     }
-    build(node, node_names.map(|n| n.1), &gpus).map(Some)
-}
-
-/// The device minor number a `File=` path names: the decimal digits it ends with
-/// (`/dev/nvidia3` → 3), or `None` when it ends in none (or they overflow).
-pub fn minor_of(path: &str) -> Option<u32> {
-    let digits = path.len() - path.trim_end_matches(|c: char| c.is_ascii_digit()).len();
-    path[path.len() - digits..].parse().ok()
+    build(node, lines.node_name, &gpus).map(Some)
 }
 
 struct GpuLine {
@@ -226,72 +187,12 @@ fn parse_links(line: usize, v: &str) -> Result<Vec<i64>, LineError> {
         .collect()
 }
 
-/// Expands a Slurm host list or bracketed path list: `n[1-3,7],gpu01` →
-/// `n1 n2 n3 n7 gpu01`; `/dev/nvidia[0-1]` → two paths. Zero padding is kept (`n[01-02]`).
-/// One bracket group per element.
-///
-/// # Errors
-/// A message for unbalanced brackets, bad ranges, or lists above 4096 names.
-pub fn expand_hostlist(s: &str) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut depth = 0usize;
-    let mut start = 0;
-    let mut elems = Vec::new();
-    for (i, c) in s.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => {
-                depth = depth
-                    .checked_sub(1)
-                    .ok_or_else(|| format!("unbalanced ']' in '{s}'"))?;
-            }
-            ',' if depth == 0 => {
-                elems.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    if depth != 0 {
-        return Err(format!("unbalanced '[' in '{s}'"));
-    }
-    elems.push(&s[start..]);
-    for e in elems.into_iter().map(str::trim).filter(|e| !e.is_empty()) {
-        let Some(open) = e.find('[') else {
-            out.push(e.to_string());
-            continue;
-        };
-        let close = e[open..]
-            .find(']')
-            .map(|c| c + open)
-            .ok_or_else(|| format!("unbalanced '[' in '{e}'"))?;
-        let (prefix, body, suffix) = (&e[..open], &e[open + 1..close], &e[close + 1..]);
-        if suffix.contains('[') {
-            return Err(format!("'{e}': only one [..] group per name is supported"));
-        }
-        for part in body.split(',') {
-            let part = part.trim();
-            let (a, b) = part.split_once('-').unwrap_or((part, part));
-            let width = a.len();
-            let bad = || format!("'{part}' in '{e}' is not a number or range");
-            let (lo, hi): (u64, u64) =
-                (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-            if lo > hi || hi - lo >= 4096 || out.len() as u64 + (hi - lo) >= 4096 {
-                return Err(format!("range '{part}' in '{e}' is backwards or too large"));
-            }
-            for x in lo..=hi {
-                out.push(format!("{prefix}{x:0width$}{suffix}"));
-            }
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fixtures::nvlink_matrix;
     use crate::topology::PcieLevel;
+    use crate::topology::gres_conf_lines::expand_hostlist;
     use proptest::prelude::*;
 
     const DGX1V: &str = include_str!("../../../../tests/fixtures/topologies/dgx1v-gres.conf");

@@ -6,9 +6,9 @@
 //! core affinity (gres.conf `Cores=`) and, when known, its identity (bus id, minor, UUID).
 //!
 //! GPUs are numbered by Slurm's GRES index. Parsers for the project's fixture format live in
-//! [`fixture`]; renderers for gres.conf in [`gres_conf`]; parsers for gres.conf in
-//! [`gres_conf_parse`] (through the one GRES constructor, [`gres_model`], which the plugin
-//! uses too) and for `nvidia-smi topo -m` in [`smi`]; [`detect`] picks one by content.
+//! [`fixture`]; renderers for gres.conf in [`gres_conf`]; the one reader of gres.conf lines in
+//! [`gres_conf_lines`], and the topology from them in [`gres_conf_parse`] (through the one GRES
+//! constructor, [`gres_model`], which the plugin uses too) and for `nvidia-smi topo -m` in [`smi`]; [`detect`] picks one by content.
 //!
 //! The model is plain data: building it validates it, and nothing here allocates per decision.
 
@@ -16,6 +16,7 @@ pub mod block_conf;
 pub mod detect;
 pub mod fixture;
 pub mod gres_conf;
+pub mod gres_conf_lines;
 pub mod gres_conf_parse;
 pub mod gres_model;
 pub mod smi;

@@ -22,7 +22,7 @@
 //! PCIe-only one there.
 
 use gputopo_core::gpuset::GpuSet;
-use gputopo_core::placement::{Policy, Request};
+use gputopo_core::placement::{self, Policy, Request};
 use gputopo_core::topology::{NodeTopology, PcieLevel};
 
 /// The partition-score policy.
@@ -60,6 +60,13 @@ pub fn set_score(topo: &NodeTopology, set: GpuSet) -> u32 {
 }
 
 impl Policy for BestEffort {
+    type Score = placement::Score;
+
+    /// The engine's quality: the evaluation compares every policy's sets on one scale.
+    fn score(&self, topo: &NodeTopology, set: GpuSet) -> placement::Score {
+        placement::score(topo, set)
+    }
+
     fn name(&self) -> &'static str {
         "best-effort"
     }

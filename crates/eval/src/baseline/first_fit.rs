@@ -5,7 +5,7 @@
 //! topology-aware policies are measured against.
 
 use gputopo_core::gpuset::GpuSet;
-use gputopo_core::placement::{Policy, Request};
+use gputopo_core::placement::{self, Policy, Request};
 use gputopo_core::topology::NodeTopology;
 
 /// The lowest-indices policy.
@@ -13,6 +13,13 @@ use gputopo_core::topology::NodeTopology;
 pub struct FirstFit;
 
 impl Policy for FirstFit {
+    type Score = placement::Score;
+
+    /// The engine's quality: the evaluation compares every policy's sets on one scale.
+    fn score(&self, topo: &NodeTopology, set: GpuSet) -> placement::Score {
+        placement::score(topo, set)
+    }
+
     fn name(&self) -> &'static str {
         "first-fit"
     }

@@ -28,7 +28,7 @@
 //! `required` GPUs (not a cons_tres notion) are treated as already selected before the scan.
 
 use gputopo_core::gpuset::GpuSet;
-use gputopo_core::placement::{Policy, Request};
+use gputopo_core::placement::{self, Policy, Request};
 use gputopo_core::topology::NodeTopology;
 
 /// Which cons_tres release to model.
@@ -59,6 +59,13 @@ impl SlurmGreedy {
 }
 
 impl Policy for SlurmGreedy {
+    type Score = placement::Score;
+
+    /// The engine's quality: the evaluation compares every policy's sets on one scale.
+    fn score(&self, topo: &NodeTopology, set: GpuSet) -> placement::Score {
+        placement::score(topo, set)
+    }
+
     fn name(&self) -> &'static str {
         match self.release {
             SlurmRelease::V24_11 => "slurm-greedy",

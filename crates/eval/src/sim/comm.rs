@@ -10,7 +10,7 @@
 //! where `f` is the share of step time spent communicating on the ideal set and `ring(S)` is
 //! the best Hamiltonian cycle's bottleneck over `S` (what NCCL's ring search finds), each hop
 //! valued by the engine's per-pair bandwidth estimate
-//! ([`gputopo_core::placement::objective::pair_gbps`]: 25 GB/s per NVLink per direction, as NVLink
+//! ([`gputopo_core::placement::score::pair_gbps`]: 25 GB/s per NVLink per direction, as NVLink
 //! 2-4 give; between GPUs without NVLink, PCIe Gen3 x16 peer-to-peer 12 GB/s behind one
 //! switch (PIX) down to 5 GB/s across sockets (SYS)). A job spanning nodes takes its slowest node's ring; the network
 //! between nodes is the same under every policy and is not modelled. One-GPU jobs never slow
@@ -23,7 +23,7 @@
 //! roughly linearly with `f`; docs/results.md shows the setting used.
 
 use gputopo_core::gpuset::GpuSet;
-use gputopo_core::placement::objective::pair_gbps;
+use gputopo_core::placement::score::pair_gbps;
 use gputopo_core::topology::NodeTopology;
 use std::collections::HashMap;
 

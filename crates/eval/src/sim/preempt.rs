@@ -25,8 +25,8 @@ use gputopo_core::gpuset::GpuSet;
 use gputopo_core::placement::engine::{Gputopo, score};
 use gputopo_core::placement::objective::best_subset_score;
 use gputopo_core::placement::{Policy, Request};
+use gputopo_core::steer::HealthMasks;
 use gputopo_core::steer::victims::{self, Candidate, VictimNode};
-use gputopo_core::steer::{HealthMasks, Placer};
 use gputopo_core::topology::NodeTopology;
 
 /// One scenario.
@@ -98,7 +98,7 @@ pub fn run(topo: &NodeTopology, s: &Scenario) -> (Outcome, Outcome) {
                 .collect(),
             None => cands.clone(),
         };
-        let pick = |free| Placer::choose(&engine, topo, free, &Request::new(k));
+        let pick = |free| Policy::choose(&engine, topo, free, &Request::new(k));
         record(&mut ours, topo, plan(s.nodes, &reordered, k, pick));
     }
     (stock, ours)

@@ -9,8 +9,8 @@ use super::comm::{CommCache, slowdown};
 use super::metrics::{Acc, Summary};
 use super::{Config, Fault, Health, Job};
 use gputopo_core::gpuset::{GpuSet, MAX_GPUS};
+use gputopo_core::placement::Score;
 use gputopo_core::placement::engine::{Gputopo, score};
-use gputopo_core::placement::objective::Score;
 use gputopo_core::placement::rank::rank_nodes;
 use gputopo_core::placement::tables::{TopoHandle, TopoTables};
 use gputopo_core::placement::{Policy, Request};
@@ -24,7 +24,7 @@ pub enum Placement<'a> {
     /// `gputopo`: the engine's node ranking and GPU choice (always health-aware).
     Gputopo,
     /// A baseline GPU policy on the lowest-index nodes that fit.
-    Baseline(&'a dyn Policy),
+    Baseline(&'a dyn Policy<Score = Score>),
 }
 
 impl Placement<'_> {

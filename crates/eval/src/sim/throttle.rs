@@ -40,12 +40,12 @@ use gputopo_core::gpuset::GpuSet;
 use gputopo_core::health::Reading;
 use gputopo_core::health::telemetry::{self, Telemetry, TelemetryPolicy, Track, reason_bits};
 use gputopo_core::placement::engine::Gputopo;
-use gputopo_core::placement::{Policy, Request};
+use gputopo_core::placement::{Policy, Prepared, Request};
+use gputopo_core::steer::HealthMasks;
 use gputopo_core::steer::cool::prefer_cool;
 use gputopo_core::steer::key_memo::KeyMemo;
 use gputopo_core::steer::narrow::{self, Candidate};
 use gputopo_core::steer::repick::{Constraints, NodeInput, repick};
-use gputopo_core::steer::{HealthMasks, Prepared};
 use gputopo_core::topology::NodeTopology;
 use std::collections::VecDeque;
 

@@ -21,6 +21,10 @@
 //! - **Fail closed in between**: from a reconfigure until the hooks have what the thread found,
 //!   and while the file cannot be read at all, a node whose `Extra` is unusable is withheld
 //!   ([`read_back`]), whatever this process remembers of it (it may be a standby's stale view).
+//! - **Fail closed after a corrupt file**: a file that does not parse is set aside (kept as
+//!   evidence) and what it held is lost ([`ReadBack::Lost`]): a node whose `Extra` is unusable
+//!   and whose good health this process has not seen since is withheld, and saved so (every
+//!   GPU faulty) until its `Extra` is good again, so a restart or takeover withholds it too.
 //! - A backup in standby runs no job_test, so it never writes: the primary's file stays.
 //!
 //! Outside slurmctld [`start`] is never called and [`read_back`] says [`ReadBack::Done`].
@@ -47,6 +51,10 @@ pub enum ReadBack {
     Pending,
     /// The file exists but cannot be read (or, corrupt, cannot be set aside).
     Failed,
+    /// Read, but the file was corrupt and set aside: the last good health it held is lost, so
+    /// a node whose `Extra` is unusable and whose good health this process has not seen is
+    /// withheld. Written as usual. Ends when a good file of the other controller is read.
+    Lost,
 }
 
 #[derive(Debug)]
@@ -58,6 +66,8 @@ struct Inner {
     /// Every node's last good `Extra`.
     store: HealthStore,
     read_back: ReadBack,
+    /// The file was corrupt when last read and set aside ([`ReadBack::Lost`]).
+    lost: bool,
     /// A node was withheld while [`ReadBack`] was not done: its model must be rebuilt.
     withheld: bool,
     dirty: bool,
@@ -86,6 +96,7 @@ static PERSIST: LazyLock<Persist> = LazyLock::new(|| Persist {
         owner: 0,
         store: HealthStore::new(),
         read_back: ReadBack::Done,
+        lost: false,
         withheld: false,
         dirty: false,
         reload: false,
@@ -193,16 +204,17 @@ pub fn forget(node: &str) {
 }
 
 /// Whether a node whose `Extra` is unusable may use what this process remembers of it
-/// (`Done`) or must be withheld: not while the file is unread, nor while an update waits for
-/// the hooks ([`take`]). A withheld node's model is rebuilt once the file is read.
+/// (`Done`; `Lost`: only if that is any) or must be withheld: not while the file is unread,
+/// nor while an update waits for the hooks ([`take`]). A node withheld then has its model
+/// rebuilt once the file is read.
 pub fn read_back() -> ReadBack {
     let mut g = lock();
-    let state = if g.read_back == ReadBack::Done && g.applied != g.generation {
-        ReadBack::Pending
-    } else {
-        g.read_back
+    let state = match g.read_back {
+        ReadBack::Done if g.applied != g.generation => ReadBack::Pending,
+        ReadBack::Done if g.lost => ReadBack::Lost,
+        other => other,
     };
-    if state != ReadBack::Done {
+    if matches!(state, ReadBack::Pending | ReadBack::Failed) {
         g.withheld = true;
     }
     state
@@ -312,10 +324,10 @@ fn read_file() {
     }
     if let Some((aside, why)) = &loaded.set_aside {
         log::error!(
-            "persisted GPU health was corrupt ({why}); moved to {}; the health this slurmctld read itself is saved in its place",
+            "persisted GPU health was corrupt ({why}); moved to {}; the health this slurmctld read itself is saved in its place, and nodes whose Extra is unusable are withheld until it is good again",
             aside.display()
         );
-        finish(ReadBack::Done, Look::Missing);
+        finish(ReadBack::Done, Look::Corrupt);
     } else if signature.is_none() {
         finish(ReadBack::Done, Look::Missing);
     } else {
@@ -332,8 +344,10 @@ fn read_file() {
 enum Look {
     /// As this process last read or wrote it (or not looked at).
     Unchanged,
-    /// No usable file: what this process remembers is written.
+    /// No file: what this process remembers is written.
     Missing,
+    /// A corrupt file, set aside: as `Missing`, and what it held is lost ([`ReadBack::Lost`]).
+    Corrupt,
     /// Written by another controller (or first read): it replaces what this process
     /// remembers.
     Read(HealthStore, Option<(SystemTime, u64)>),
@@ -358,7 +372,8 @@ fn finish(read_back: ReadBack, look: Look) {
     let mut g = lock();
     match look {
         Look::Unchanged => {}
-        Look::Missing => {
+        Look::Missing | Look::Corrupt => {
+            g.lost |= matches!(look, Look::Corrupt);
             g.seen = None;
             g.dirty |= !g.store.is_empty();
             if g.dirty {
@@ -366,6 +381,7 @@ fn finish(read_back: ReadBack, look: Look) {
             }
         }
         Look::Read(store, signature) => {
+            g.lost = false;
             g.store = store;
             g.seen = signature;
             g.dirty = false;
@@ -410,3 +426,6 @@ pub fn take() -> Option<Update> {
         seeds: g.seeds.take(),
     })
 }
+
+#[cfg(test)]
+mod tests;

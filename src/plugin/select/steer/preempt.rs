@@ -10,7 +10,7 @@ use gputopo_core::steer::call::{Ctx, Snapshot};
 use gputopo_core::steer::preempt::{self, Decision, Offered};
 
 use crate::ffi;
-use crate::plugin::select::steer::run::emit;
+use crate::plugin::select::steer::decision_log::emit;
 use crate::plugin::select::steer::state::SteerState;
 use crate::slurm::EntryPtr;
 use crate::slurm::preempt as list;

@@ -24,6 +24,7 @@ use gputopo_core::steer::call::{self, Ctx, Event, Outcome, Reply, Snapshot};
 use gputopo_core::steer::tries;
 
 use crate::ffi;
+use crate::plugin::select::steer::decision_log::emit;
 use crate::plugin::select::steer::explain;
 use crate::plugin::select::steer::read::{self, Call};
 use crate::plugin::select::steer::state::{Stats, SteerState};
@@ -180,14 +181,5 @@ fn log_events(job: &JobView<'_>, snap: &Snapshot, cfg: &SelectConfig, events: &[
             }
             Event::Decision(_) => emit(cfg.log_decisions, &line),
         }
-    }
-}
-
-/// Writes a decision line: info level with `LogDecisions=yes`, else debug.
-pub fn emit(verbose: bool, msg: &str) {
-    if verbose {
-        log::info!(target: "gputopo::select", "{msg}");
-    } else {
-        log::debug!(target: "gputopo::select", "{msg}");
     }
 }

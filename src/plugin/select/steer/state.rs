@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use gputopo_core::WideSet;
 use gputopo_core::config::SelectConfig;
 use gputopo_core::health::extra::history;
-use gputopo_core::health::{GpuHealth, NodeHealth, Parsed, Reason, Status, read_extra};
+use gputopo_core::health::{
+    GpuHealth, NodeHealth, Parsed, Reason, Status, merge_extra, read_extra,
+};
 use gputopo_core::placement::engine::Gputopo;
 use gputopo_core::steer::health_cache::{HealthCache, Lookup};
 use gputopo_core::steer::key_memo::KeyMemos;
@@ -185,15 +187,27 @@ impl SteerState {
                 kept,
             } => {
                 let read_back = persist::read_back();
-                withhold = read_back != ReadBack::Done;
+                withhold = match read_back {
+                    ReadBack::Done => false,
+                    ReadBack::Lost => kept.is_none(),
+                    ReadBack::Pending | ReadBack::Failed => true,
+                };
+                if withhold && read_back == ReadBack::Lost {
+                    // Saved so: a restart or takeover withholds it too, until it is good.
+                    if let Ok(text) = merge_extra("", &withheld(gpus)) {
+                        persist::remember(node.name(), &text);
+                    }
+                }
                 if *first_seen {
                     let keeps = match kept {
                         _ if withhold => format!(
-                            "its GPUs are withheld until the persisted GPU health is read back ({})",
-                            if read_back == ReadBack::Pending {
-                                "after a reconfigure"
-                            } else {
-                                "the file cannot be read"
+                            "its GPUs are withheld {}",
+                            match read_back {
+                                ReadBack::Pending =>
+                                    "until the persisted GPU health is read back after a reconfigure",
+                                ReadBack::Lost =>
+                                    "until it is good again: the persisted GPU health was corrupt, so its last good health is unknown",
+                                _ => "until the persisted GPU health can be read",
                             }
                         ),
                         Some(h) => format!(
@@ -314,5 +328,13 @@ mod tests {
         let h = withheld(3);
         assert_eq!(h.with_status(Status::Faulty).len(), 3);
         assert_eq!(h.gpus[2].reasons[0].token(), "health_not_read_back");
+    }
+
+    #[test]
+    fn a_withheld_node_is_saved_as_a_record_that_reads_back_withheld() {
+        let text = merge_extra("", &withheld(4)).expect("composes");
+        let back = read_extra(&text).expect("parses").expect("a record");
+        assert_eq!(back.health.with_status(Status::Faulty).len(), 4);
+        assert!(back.problems.is_empty(), "{:?}", back.problems);
     }
 }

@@ -260,7 +260,7 @@ impl Tally {
             required,
             near: GpuSet::EMPTY,
         };
-        let ours = Gputopo::new().choose_detailed(topo, free, &req);
+        let ours = Prepared::new(&Gputopo::new(), []).choose_detailed(topo, free, &req);
         let (ours, peer) = match (ours, result) {
             (None, None) => {
                 self.job[1] += 1;

@@ -169,7 +169,9 @@ fn dgx1v_four_successive_pairs_are_all_nv2() {
     let mut got = Vec::new();
     for _ in 0..4 {
         let req = Request::new(2);
-        let c = engine.choose_detailed(&topo, free, &req).unwrap();
+        let c = Prepared::new(&engine, [])
+            .choose_detailed(&topo, free, &req)
+            .unwrap();
         let v = c.gpus.to_vec();
         assert_eq!(topo.link(v[0], v[1]).nvlinks, 2, "{:?}", c.gpus);
         free = free.difference(c.gpus);
@@ -203,7 +205,9 @@ fn greedy_fallback_above_sixteen() {
     assert_eq!(e.choose(&t, s(&[1, 2]), &req), None);
     let t = NodeTopology::uniform("max", 32, PcieLevel::Pix).unwrap();
     let req = Request::new(16);
-    let c = e.choose_detailed(&t, t.all(), &req).unwrap();
+    let c = Prepared::new(&e, [])
+        .choose_detailed(&t, t.all(), &req)
+        .unwrap();
     assert_eq!(c.gpus, GpuSet::first_n(16));
     assert_eq!(c.objective.quality, score(&t, c.gpus));
 }
@@ -252,7 +256,7 @@ fn check_against_oracle(
         required: GpuSet::from_bits(req & free.bits()).intersection(GpuSet::first_n(k.min(n))),
         near: GpuSet::from_bits(near),
     };
-    let got = engine.choose_detailed(topo, free, &req);
+    let got = Prepared::new(engine, []).choose_detailed(topo, free, &req);
     let want = Exhaustive::choose_detailed(topo, free, &req);
     // The decision alone (`pick_on`, behind `Policy::choose`) is the same set.
     assert_eq!(

@@ -24,12 +24,14 @@ use super::super::cool::prefer_cool;
 use super::super::explain::NodeNote;
 use super::super::repick::{Constraints, Decision, NodeInput, keep_pinned, repick};
 use super::super::wide::{self, WideDecision, WideNode};
-use super::super::{HealthMasks, Prepared, first_fit, reserved};
+use super::super::{HealthMasks, first_fit, reserved};
+use super::Ctx;
 use super::answer::{Chosen, GpuPicks, Pick, Selection};
 use super::events::Event;
+use super::shares::{self, SharedWrite};
 use super::snapshot::{Gpus, Modelled, Snapshot};
-use super::{Ctx, shares};
 use crate::gpuset::GpuSet;
+use crate::placement::Prepared;
 use crate::wideset::WideSet;
 
 /// The answer for a RUN_NOW success.
@@ -67,24 +69,13 @@ pub struct GpuWrite {
     pub count_only: Option<usize>,
 }
 
-/// One share selection to write (shares per sharing record of request `request`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SharedWrite {
-    /// The request's position in the job's GRES list.
-    pub request: usize,
-    /// Node index.
-    pub node: usize,
-    /// Shares per record (same total as cons_tres's pick).
-    pub shares: Vec<u64>,
-}
-
 /// One judgement in progress: what it reads, and what it has decided so far.
-pub(super) struct Judging<'j> {
-    pub(super) snap: &'j Snapshot,
-    pub(super) ctx: &'j Ctx<'j>,
-    pub(super) events: &'j mut Vec<Event>,
-    pub(super) placement: Placement,
-    pub(super) exclude: Vec<usize>,
+struct Judging<'j> {
+    snap: &'j Snapshot,
+    ctx: &'j Ctx<'j>,
+    events: &'j mut Vec<Event>,
+    placement: Placement,
+    exclude: Vec<usize>,
     /// GPUs the job holds per node through an earlier request (typed requests such as
     /// `--gres=gpu:a:1,gpu:b:1` are separate list entries).
     taken: Vec<(usize, WideSet)>,
@@ -138,7 +129,12 @@ pub fn judge(snap: &Snapshot, sel: &Selection, ctx: &Ctx<'_>, events: &mut Vec<E
         }
     }
     if j.exclude.is_empty() {
-        shares::judge(sel, &mut j);
+        let out = shares::Out {
+            events: j.events,
+            writes: &mut j.placement.shared,
+            exclude: &mut j.exclude,
+        };
+        shares::judge(snap, sel, ctx, out);
     }
     if j.exclude.is_empty() {
         Verdict::Place(j.placement)

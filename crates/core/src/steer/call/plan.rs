@@ -14,7 +14,7 @@ use super::super::wide;
 use super::events::Event;
 use super::snapshot::{GpuNeed, Gpus, Modelled, Snapshot};
 use super::{Ctx, MAX_TRIES};
-use crate::steer::Prepared;
+use crate::placement::Prepared;
 use crate::wideset::WideSet;
 
 /// What a call starts with.

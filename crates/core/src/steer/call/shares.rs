@@ -16,7 +16,6 @@ use super::super::shared::{Device, SharedDecision, SharedInput, decide, pick};
 use super::Ctx;
 use super::answer::{Selection, SharedPick, SharedPicks, SharingRecord};
 use super::events::Event;
-use super::judge::{Judging, SharedWrite};
 use super::snapshot::{Gpus, ShareNeed, Snapshot};
 use crate::gpuset::GpuSet;
 
@@ -83,9 +82,26 @@ fn free_devices(records: &[SharingRecord], need: ShareNeed, whole: GpuSet) -> Ve
         .collect()
 }
 
-/// Adds the shared requests' writes (or exclusions) to `d`.
-pub(super) fn judge(sel: &Selection, j: &mut Judging<'_>) {
-    let (snap, ctx) = (j.snap, j.ctx);
+/// One share selection to write (shares per sharing record of request `request`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedWrite {
+    /// The request's position in the job's GRES list.
+    pub request: usize,
+    /// Node index.
+    pub node: usize,
+    /// Shares per record (same total as cons_tres's pick).
+    pub shares: Vec<u64>,
+}
+
+/// Where [`judge`] adds what it decides: the judgement's events, share writes and exclusions.
+pub(super) struct Out<'o> {
+    pub(super) events: &'o mut Vec<Event>,
+    pub(super) writes: &'o mut Vec<SharedWrite>,
+    pub(super) exclude: &'o mut Vec<usize>,
+}
+
+/// Adds the shared requests' writes (or exclusions) to `out`.
+pub(super) fn judge(snap: &Snapshot, sel: &Selection, ctx: &Ctx<'_>, out: Out<'_>) {
     if !ctx.cfg.health_aware {
         return;
     }
@@ -110,15 +126,15 @@ pub(super) fn judge(sel: &Selection, j: &mut Judging<'_>) {
             let decision = decide(&input);
             if ctx.log {
                 let line = line(snap.job.id, m.model.name(), &picks.name, &input, &decision);
-                j.events.push(Event::Decision(line));
+                out.events.push(Event::Decision(line));
             }
             match decision {
-                SharedDecision::Replace { shares, .. } => j.placement.shared.push(SharedWrite {
+                SharedDecision::Replace { shares, .. } => out.writes.push(SharedWrite {
                     request: picks.request,
                     node: chosen.node,
                     shares,
                 }),
-                SharedDecision::ExcludeNode { .. } => j.exclude.push(chosen.node),
+                SharedDecision::ExcludeNode { .. } => out.exclude.push(chosen.node),
                 SharedDecision::Keep(_) => {}
             }
         }

@@ -2,10 +2,10 @@
 
 use super::*;
 use crate::GpuSet;
-use crate::placement::engine::Gputopo;
+use crate::placement::{Gputopo, Prepared};
+use crate::steer::HealthMasks;
 use crate::steer::narrow::{self, Need};
 use crate::steer::oracle::dgx1v;
-use crate::steer::{HealthMasks, Prepared};
 
 fn cand(topo: &crate::topology::NodeTopology, node: usize, free: u32) -> Candidate<'_> {
     Candidate {

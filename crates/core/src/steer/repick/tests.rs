@@ -312,3 +312,41 @@ fn topology_gate_keeps_health_replacements_only() {
     let d: Decision<()> = Decision::ExcludeNode(ex);
     assert_eq!(d.gate_topology(false), Decision::ExcludeNode(ex));
 }
+
+/// The real engine (not the oracle) through the same rules, directly and prepared.
+#[test]
+fn engine_repicks_stock_pairs_on_dgx1v() {
+    use crate::placement::{Gputopo, Prepared};
+    use crate::steer::repick::Constraints;
+    let t = dgx1v();
+    let engine = Gputopo::new();
+    let input = |stock: &[usize], free: &[usize]| NodeInput {
+        topo: &t,
+        stock: set(stock),
+        constraints: Constraints {
+            allocated: t.all().difference(set(free)),
+            ..Constraints::none(&t)
+        },
+        health: HealthMasks::ALL_OK,
+        near: GpuSet::EMPTY,
+        whole_node: false,
+    };
+    // 24.11's idle pick {0,1} (NV1) is replaced by an NV2 pair.
+    let d = repick(&engine, &input(&[0, 1], &[0, 1, 2, 3, 4, 5, 6, 7]));
+    let Decision::Replace { set: s, .. } = d else {
+        panic!("expected a replacement, got {d:?}")
+    };
+    assert_eq!(t.link(s.to_vec()[0], s.to_vec()[1]).nvlinks, 2);
+    // Free {0,1,4}: {0,1} becomes {0,4}.
+    let d = repick(&engine, &input(&[0, 1], &[0, 1, 4]));
+    assert_eq!(d.final_set(set(&[0, 1])), Some(set(&[0, 4])));
+    // The prepared engine answers the same, with and without the node's tables.
+    let h = engine.handle(&t).expect("8 GPUs have tables");
+    for prepared in [
+        Prepared::new(&engine, [(&t, h)]),
+        Prepared::new(&engine, []),
+    ] {
+        let d = repick(&prepared, &input(&[0, 1], &[0, 1, 4]));
+        assert_eq!(d.final_set(set(&[0, 1])), Some(set(&[0, 4])));
+    }
+}
