@@ -113,7 +113,7 @@ run() { # name select conf
   # The plugin logs its counters at most every 5 s, on a job_test call: make one more.
   sleep 6; sbatch -Q -n1 --wrap=true > /dev/null; sleep 2
   grep -o 'job_test calls=.*' "$dir/log/slurmctld.log" | tail -1 > "$out/$name.counters" || true
-  local pid; pid=$(cat "$dir/slurmctld.pid")
+  local pid; pid=$(pidfile_pid "$dir/slurmctld.pid")  # first line only (lib.sh: 24.11 rewrites it untruncated)
   cd - > /dev/null
   "$here/cluster.sh" down --dir "$dir" > /dev/null
   [ -z "$callgrind" ] || callgrind_sum "$name" "$pid"
