@@ -52,7 +52,7 @@ static REFS: Mutex<usize> = Mutex::new(0);
 pub fn init(roles: &[&dyn Role]) -> Result<(), PluginError> {
     let mut refs = REFS.lock().unwrap_or_else(PoisonError::into_inner);
     if *refs == 0 {
-        slurm::log::install();
+        slurm::log::install(slurm::log_labels::LABELS);
         for (started, role) in roles.iter().enumerate() {
             if let Err(err) = role.start() {
                 roles[..started].iter().rev().for_each(|r| r.stop());

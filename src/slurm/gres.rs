@@ -18,6 +18,7 @@ use gputopo_core::{GpuSet, WideSet};
 use crate::ffi;
 use crate::slurm::SlurmError;
 use crate::slurm::bitmap::{BitIndex, Bitmap, BitmapMut, BitmapRef, GpuIndex, NodeIndex};
+use crate::slurm::gpu_bits::{ReadGpuSet, WriteGpuSet};
 use crate::slurm::list::ListRef;
 
 mod alloc;

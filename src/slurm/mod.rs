@@ -4,18 +4,15 @@
 //! It exposes Rust types (`Bitmap`, `ListRef`, `JobView`) and `Result`s; the pure core never
 //! sees a C type. slurmctld-only symbols are reached only through [`ctld`].
 
-pub mod bitmap;
 pub mod conf;
-pub mod ctld;
-pub mod entry;
-pub mod error;
+pub mod gpu_bits;
 pub mod gres;
 pub mod job;
-pub mod list;
-pub mod log;
+pub mod log_labels;
 pub mod node;
 pub mod preempt;
 pub mod prio;
 
-pub use entry::EntryPtr;
-pub use error::{SlurmError, check};
+// The generic wrappers live in the kit; these keep every `crate::slurm::X` path valid.
+pub use slurm_kit::{EntryPtr, SlurmError, check};
+pub use slurm_kit::{bitmap, ctld, entry, error, list, log};

@@ -6,6 +6,7 @@ use gputopo_core::GpuSet;
 use super::{GPU, SHARED, array_get, state_name};
 use crate::ffi;
 use crate::slurm::bitmap::{BitmapRef, GpuIndex};
+use crate::slurm::gpu_bits::ReadGpuSet;
 use crate::slurm::list::ListRef;
 
 /// The GPUs a job holds on each of its nodes (`gres_bit_alloc[i]` of its `gpu` allocation

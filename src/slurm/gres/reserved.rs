@@ -19,6 +19,7 @@ use gputopo_core::steer::reserved::Reserved;
 use super::{JobGres, array_get, state_name};
 use crate::ffi;
 use crate::slurm::bitmap::{BitmapRef, GpuIndex, NodeIndex};
+use crate::slurm::gpu_bits::ReadGpuSet;
 use crate::slurm::list::ListRef;
 
 /// The reservation GRES list of a `select_p_job_test` call, valid for the call `'a`.

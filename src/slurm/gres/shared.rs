@@ -15,6 +15,7 @@ use super::{JobGres, NodeGres, array_get};
 use crate::ffi;
 use crate::slurm::SlurmError;
 use crate::slurm::bitmap::{BitmapMut, BitmapRef, GpuIndex, NodeIndex};
+use crate::slurm::gpu_bits::WriteGpuSet;
 
 /// The shared GRES names: Slurm's two sharing plugins.
 pub const SHARED: [&str; 2] = ["shard", "mps"];

@@ -6,6 +6,7 @@ use gputopo_core::WideSet;
 use super::{CoreIndex, JobGres, NodeGres};
 use crate::ffi;
 use crate::slurm::bitmap::{BitmapRef, GpuIndex, NodeIndex};
+use crate::slurm::gpu_bits::ReadGpuSet;
 
 impl JobGres<'_> {
     /// [`Self::selected`] at any width.

@@ -18,13 +18,14 @@ pub mod long_double;
 pub mod site_factor;
 pub mod sprio;
 pub mod usage;
-pub mod xmalloc;
 
 use std::ffi::{CStr, c_char, c_int};
 
 use gputopo_core::priority::{Flags, PriorityConfig, Release, Weights};
 
 use crate::ffi;
+pub use slurm_kit::lock::{AssocLock, CtldLock, CtldLocks};
+pub use slurm_kit::xmalloc;
 
 crate::ctld_symbol!(
     /// `uint32_t cluster_cpus` (slurmctld controller.c).
@@ -41,14 +42,6 @@ crate::ctld_symbol!(
 crate::ctld_symbol!(
     /// `time_t last_part_update` (slurmctld partition_mgr.c).
     pub LAST_PART_UPDATE: static ffi::time_t = "last_part_update"
-);
-crate::ctld_symbol!(
-    /// `void lock_slurmctld(slurmctld_lock_t)` (src/slurmctld/locks.h).
-    pub LOCK_SLURMCTLD: fn(ffi::slurmctld_lock_t) = "lock_slurmctld"
-);
-crate::ctld_symbol!(
-    /// `void unlock_slurmctld(slurmctld_lock_t)` (src/slurmctld/locks.h).
-    pub UNLOCK_SLURMCTLD: fn(ffi::slurmctld_lock_t) = "unlock_slurmctld"
 );
 crate::ctld_symbol!(
     /// `bool validate_operator(uid_t)` (src/slurmctld/slurmctld.h, proc_req.c).
@@ -234,117 +227,6 @@ pub fn is_operator(uid: u32) -> bool {
         // SAFETY: plain function taking a uid; it takes the assoc read lock itself.
         unsafe { validate_operator(uid) }
     })
-}
-
-/// `slurmctld_lock_t` levels for the recalculation: job write, node read, partition read.
-#[derive(Debug, Clone, Copy)]
-pub enum CtldLocks {
-    /// `{ .job = WRITE, .node = READ, .part = READ }` (multifactor's `job_write_lock`).
-    JobWriteNodePartRead,
-    /// `{ .job = READ, .node = READ, .part = READ }` (22.05 factor list).
-    JobNodePartRead,
-}
-
-/// An acquired slurmctld lock set; released on drop.
-#[derive(Debug)]
-pub struct CtldLock {
-    levels: ffi::slurmctld_lock_t,
-    unlock: unsafe extern "C" fn(ffi::slurmctld_lock_t),
-}
-
-impl CtldLock {
-    /// Takes the slurmctld locks; `None` outside slurmctld.
-    pub fn acquire(which: CtldLocks) -> Option<CtldLock> {
-        let (r, w, n) = (
-            ffi::lock_level_t_READ_LOCK,
-            ffi::lock_level_t_WRITE_LOCK,
-            ffi::lock_level_t_NO_LOCK,
-        );
-        let job = match which {
-            CtldLocks::JobWriteNodePartRead => w,
-            CtldLocks::JobNodePartRead => r,
-        };
-        let levels = ffi::slurmctld_lock_t {
-            conf: n,
-            job,
-            node: r,
-            part: r,
-            fed: n,
-            // 26.05 added the select-node lock (src/slurmctld/locks.h); the priority loop
-            // never calls into the select plugin.
-            #[cfg(slurm_26_05)]
-            select_node: n,
-        };
-        let (lock, unlock) = (LOCK_SLURMCTLD.get()?, UNLOCK_SLURMCTLD.get()?);
-        // SAFETY: the struct is passed by value as slurmctld expects; released in Drop.
-        unsafe { lock(levels) };
-        Some(CtldLock { levels, unlock })
-    }
-}
-
-impl Drop for CtldLock {
-    fn drop(&mut self) {
-        // SAFETY: releases exactly the locks `acquire` took.
-        unsafe { (self.unlock)(self.levels) };
-    }
-}
-
-/// An assoc_mgr lock set, named by what it lets the holder do; released on drop. Every set
-/// also read-locks the TRES table (usage and factors are TRES-indexed) and nothing else.
-#[doc(alias = "assoc_mgr_lock_t")]
-#[doc(alias = "assoc_mgr_lock")]
-#[derive(Debug)]
-pub struct AssocLock(ffi::assoc_mgr_lock_t);
-
-impl AssocLock {
-    /// Reads associations and QOS (shares, usage, factors): `{ .assoc = READ, .qos = READ,
-    /// .tres = READ }`.
-    pub fn read_assoc_qos() -> AssocLock {
-        Self::acquire(false, false)
-    }
-
-    /// Writes associations (charging usage up the tree), reads QOS: `{ .assoc = WRITE,
-    /// .qos = READ, .tres = READ }`.
-    pub fn write_assoc() -> AssocLock {
-        Self::acquire(true, false)
-    }
-
-    /// Writes associations and QOS (a job's usage charged to both): `{ .assoc = WRITE,
-    /// .qos = WRITE, .tres = READ }`.
-    pub fn write_assoc_qos() -> AssocLock {
-        Self::acquire(true, true)
-    }
-
-    /// Takes assoc_mgr locks: `assoc`/`qos` at the given levels (others none).
-    fn acquire(assoc_write: bool, qos_write: bool) -> AssocLock {
-        let lvl = |w: bool| {
-            if w {
-                ffi::lock_level_t_WRITE_LOCK
-            } else {
-                ffi::lock_level_t_READ_LOCK
-            }
-        };
-        let n = ffi::lock_level_t_NO_LOCK;
-        let mut l = ffi::assoc_mgr_lock_t {
-            assoc: lvl(assoc_write),
-            file: n,
-            qos: lvl(qos_write),
-            res: n,
-            tres: ffi::lock_level_t_READ_LOCK,
-            user: n,
-            wckey: n,
-        };
-        // SAFETY: libslurmfull's assoc_mgr_lock with a valid lock-set struct.
-        unsafe { ffi::assoc_mgr_lock(&mut l) };
-        AssocLock(l)
-    }
-}
-
-impl Drop for AssocLock {
-    fn drop(&mut self) {
-        // SAFETY: releases the locks taken in `acquire`.
-        unsafe { ffi::assoc_mgr_unlock(&mut self.0) };
-    }
 }
 
 /// Index of `gres/gpu` in slurmctld's TRES arrays (`assoc_mgr_tres_name_array`), if tracked.

@@ -21,7 +21,7 @@ use gputopo_core::steer::health_cache::{HealthCache, Lookup};
 use gputopo_core::steer::key_memo::KeyMemos;
 
 use crate::plugin::select::steer::persist::{self, ReadBack};
-use crate::slurm::log::EVENTS;
+use crate::slurm::log_labels::EVENTS;
 use crate::slurm::node::NodeView;
 
 mod model;

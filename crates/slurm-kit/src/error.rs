@@ -3,7 +3,7 @@
 
 use std::ffi::c_int;
 
-use crate::ffi;
+use crate::sys;
 
 /// A failure reported by, or found in the data of, Slurm.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -30,7 +30,7 @@ pub enum SlurmError {
 /// [`SlurmError::Rc`] for every value other than `SLURM_SUCCESS`.
 #[doc(alias = "SLURM_SUCCESS")]
 pub fn check(rc: c_int) -> Result<(), SlurmError> {
-    if i64::from(rc) == i64::from(ffi::SLURM_SUCCESS) {
+    if i64::from(rc) == i64::from(sys::SLURM_SUCCESS) {
         Ok(())
     } else {
         Err(SlurmError::Rc(rc))
@@ -44,6 +44,6 @@ mod tests {
     #[test]
     fn check_maps_success_and_failure() {
         assert_eq!(check(0), Ok(()));
-        assert_eq!(check(ffi::SLURM_ERROR), Err(SlurmError::Rc(-1)));
+        assert_eq!(check(sys::SLURM_ERROR), Err(SlurmError::Rc(-1)));
     }
 }

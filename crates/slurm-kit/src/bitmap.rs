@@ -5,17 +5,14 @@
 //! `slurm_bit_free`. Indices are typed ([`NodeIndex`], [`GpuIndex`]) so node and GPU bits never
 //! mix, and every index is checked against `bit_size` before the C call (Slurm's own
 //! `bit_test` asserts, which would abort slurmctld). Only `slurm_bit_*` functions touch the
-//! bits: `bitstr_t` has a private header. [`BitmapRef::to_gpu_set`]/[`BitmapRef::to_wide_set`]
-//! and [`BitmapMut::write_gpu_set`]/[`BitmapMut::write_wide_set`] are the only bridge to the
-//! core's `GpuSet` and `WideSet`.
+//! bits: `bitstr_t` has a private header. A plugin bridges to its own set types with
+//! [`BitmapRef::iter_set`] and [`BitmapMut::write_members`] (gputopo: `slurm::gpu_bits`).
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use gputopo_core::{GpuSet, WideSet};
-
-use crate::ffi;
-use crate::slurm::SlurmError;
+use crate::SlurmError;
+use crate::sys;
 
 /// A typed bit position.
 pub trait BitIndex: Copy {
@@ -53,19 +50,19 @@ impl BitIndex for GpuIndex {
 
 /// The shared read operations; every public type wraps one of these.
 #[derive(Debug, Clone, Copy)]
-struct Bits(NonNull<ffi::bitstr_t>);
+struct Bits(NonNull<sys::bitstr_t>);
 
 impl Bits {
     fn size(self) -> usize {
         // SAFETY: self.0 is a live bitmap (guaranteed by the constructor of the public type).
-        let n = unsafe { ffi::slurm_bit_size(self.0.as_ptr()) };
+        let n = unsafe { sys::slurm_bit_size(self.0.as_ptr()) };
         usize::try_from(n).unwrap_or(0)
     }
 
-    fn offset(self, bit: usize) -> Result<ffi::bitoff_t, SlurmError> {
+    fn offset(self, bit: usize) -> Result<sys::bitoff_t, SlurmError> {
         let size = self.size();
         if bit < size {
-            ffi::bitoff_t::try_from(bit).map_err(|_| SlurmError::OutOfBounds { index: bit, size })
+            sys::bitoff_t::try_from(bit).map_err(|_| SlurmError::OutOfBounds { index: bit, size })
         } else {
             Err(SlurmError::OutOfBounds { index: bit, size })
         }
@@ -76,7 +73,7 @@ impl Bits {
             return false;
         };
         // SAFETY: live bitmap, and off < bit_size was checked above.
-        let set = unsafe { ffi::slurm_bit_test(self.0.as_ptr(), off) };
+        let set = unsafe { sys::slurm_bit_test(self.0.as_ptr(), off) };
         set != 0
     }
 
@@ -86,13 +83,13 @@ impl Bits {
     /// An empty bitmap (a free node's `gres_bit_alloc`) costs one call.
     fn set_bits(self) -> impl Iterator<Item = usize> {
         // SAFETY: live bitmap.
-        let first = unsafe { ffi::slurm_bit_ffs(self.0.as_ptr()) };
+        let first = unsafe { sys::slurm_bit_ffs(self.0.as_ptr()) };
         let range = match usize::try_from(first) {
             Err(_) => 0..0,
             Ok(a) => {
                 let size = self.size();
                 // SAFETY: live bitmap.
-                let last = unsafe { ffi::slurm_bit_fls(self.0.as_ptr()) };
+                let last = unsafe { sys::slurm_bit_fls(self.0.as_ptr()) };
                 match usize::try_from(last) {
                     Ok(b) if a <= b => a..b.saturating_add(1).min(size),
                     _ => 0..0,
@@ -100,24 +97,24 @@ impl Bits {
             }
         };
         range.filter(move |&bit| {
-            let Ok(off) = ffi::bitoff_t::try_from(bit) else {
+            let Ok(off) = sys::bitoff_t::try_from(bit) else {
                 return false;
             };
             // SAFETY: live bitmap, and bit < bit_size (the range is cut at the size read
             // above; the bitmap is not resized during the borrow).
-            unsafe { ffi::slurm_bit_test(self.0.as_ptr(), off) != 0 }
+            unsafe { sys::slurm_bit_test(self.0.as_ptr(), off) != 0 }
         })
     }
 
     fn count(self) -> usize {
         // SAFETY: live bitmap.
-        let n = unsafe { ffi::slurm_bit_set_count(self.0.as_ptr()) };
+        let n = unsafe { sys::slurm_bit_set_count(self.0.as_ptr()) };
         usize::try_from(n).unwrap_or(0)
     }
 
     fn clear_all(self) {
         // SAFETY: live bitmap the caller may mutate (BitmapMut/Bitmap).
-        unsafe { ffi::slurm_bit_clear_all(self.0.as_ptr()) };
+        unsafe { sys::slurm_bit_clear_all(self.0.as_ptr()) };
     }
 
     /// Clears every bit, then sets `bits` (the size read once, one `bit_set` per bit: the
@@ -128,10 +125,10 @@ impl Bits {
         let size = self.size();
         let mut outside = 0;
         for bit in bits {
-            match ffi::bitoff_t::try_from(bit) {
+            match sys::bitoff_t::try_from(bit) {
                 Ok(off) if bit < size => {
                     // SAFETY: live bitmap the caller may mutate (BitmapMut/Bitmap), off < bit_size.
-                    unsafe { ffi::slurm_bit_set(self.0.as_ptr(), off) };
+                    unsafe { sys::slurm_bit_set(self.0.as_ptr(), off) };
                 }
                 _ => outside += 1,
             }
@@ -143,10 +140,10 @@ impl Bits {
         let off = self.offset(bit)?;
         if on {
             // SAFETY: live bitmap the caller may mutate (BitmapMut/Bitmap), off < bit_size.
-            unsafe { ffi::slurm_bit_set(self.0.as_ptr(), off) };
+            unsafe { sys::slurm_bit_set(self.0.as_ptr(), off) };
         } else {
             // SAFETY: as above.
-            unsafe { ffi::slurm_bit_clear(self.0.as_ptr(), off) };
+            unsafe { sys::slurm_bit_clear(self.0.as_ptr(), off) };
         }
         Ok(())
     }
@@ -221,7 +218,7 @@ macro_rules! write_api {
 #[derive(Debug)]
 pub struct BitmapRef<'a, I: BitIndex> {
     bits: Bits,
-    _borrow: PhantomData<(&'a ffi::bitstr_t, I)>,
+    _borrow: PhantomData<(&'a sys::bitstr_t, I)>,
 }
 
 impl<I: BitIndex> BitmapRef<'_, I> {
@@ -229,7 +226,7 @@ impl<I: BitIndex> BitmapRef<'_, I> {
     ///
     /// # Safety
     /// `ptr` is null or a valid `bitstr_t` that nobody frees or mutates during `'a`.
-    pub unsafe fn from_raw(ptr: *mut ffi::bitstr_t) -> Option<Self> {
+    pub unsafe fn from_raw(ptr: *mut sys::bitstr_t) -> Option<Self> {
         NonNull::new(ptr).map(|p| Self {
             bits: Bits(p),
             _borrow: PhantomData,
@@ -239,27 +236,12 @@ impl<I: BitIndex> BitmapRef<'_, I> {
     read_api!();
 }
 
-impl BitmapRef<'_, GpuIndex> {
-    /// The set GPU indices as a core `GpuSet` (bits beyond what `GpuSet` holds are dropped).
-    pub fn to_gpu_set(&self) -> GpuSet {
-        self.iter_set()
-            .map(|g| g.0)
-            .filter(|g| *g < gputopo_core::gpuset::MAX_GPUS)
-            .collect()
-    }
-
-    /// The set GPU indices as a core `WideSet` (every index: nodes of any size).
-    pub fn to_wide_set(&self) -> WideSet {
-        self.iter_set().map(|g| g.0).collect()
-    }
-}
-
 /// A bitmap owned by Slurm, borrowed for writing.
 #[doc(alias = "bitstr_t")]
 #[derive(Debug)]
 pub struct BitmapMut<'a, I: BitIndex> {
     bits: Bits,
-    _borrow: PhantomData<(&'a mut ffi::bitstr_t, I)>,
+    _borrow: PhantomData<(&'a mut sys::bitstr_t, I)>,
 }
 
 impl<I: BitIndex> BitmapMut<'_, I> {
@@ -267,7 +249,7 @@ impl<I: BitIndex> BitmapMut<'_, I> {
     ///
     /// # Safety
     /// `ptr` is null or a valid `bitstr_t` that only this borrow accesses during `'a`.
-    pub unsafe fn from_raw(ptr: *mut ffi::bitstr_t) -> Option<Self> {
+    pub unsafe fn from_raw(ptr: *mut sys::bitstr_t) -> Option<Self> {
         NonNull::new(ptr).map(|p| Self {
             bits: Bits(p),
             _borrow: PhantomData,
@@ -278,25 +260,14 @@ impl<I: BitIndex> BitmapMut<'_, I> {
     write_api!();
 }
 
-impl BitmapMut<'_, GpuIndex> {
-    /// Makes the bitmap equal to `set` (all other bits cleared).
+impl<I: BitIndex> BitmapMut<'_, I> {
+    /// Makes the set bits exactly those for which `contains` holds, where `last` is the
+    /// highest member (one `bit_set`/`bit_clear` per bit, the size read once).
     ///
     /// # Errors
-    /// [`SlurmError::OutOfBounds`] when `set` names a GPU beyond the bitmap; the bitmap is then
-    /// left unchanged.
-    pub fn write_gpu_set(&mut self, set: GpuSet) -> Result<(), SlurmError> {
-        self.write_members(set.iter().last(), |g| set.contains(g))
-    }
-
-    /// [`Self::write_gpu_set`] for a set of any width (nodes beyond `GpuSet`'s 32 GPUs).
-    ///
-    /// # Errors
-    /// As [`Self::write_gpu_set`].
-    pub fn write_wide_set(&mut self, set: &WideSet) -> Result<(), SlurmError> {
-        self.write_members(set.last(), |g| set.contains(g))
-    }
-
-    fn write_members(
+    /// [`SlurmError::OutOfBounds`] when `last` is beyond the bitmap; the bitmap is then left
+    /// unchanged.
+    pub fn write_members(
         &mut self,
         last: Option<usize>,
         contains: impl Fn(usize) -> bool,
@@ -312,7 +283,7 @@ impl BitmapMut<'_, GpuIndex> {
     }
 }
 
-/// A bitmap gputopo allocated with `slurm_bit_alloc`; freed on drop (`bit_free`).
+/// A bitmap the plugin allocated with `slurm_bit_alloc`; freed on drop (`bit_free`).
 #[doc(alias = "bitstr_t")]
 #[doc(alias = "bit_free")]
 #[derive(Debug)]
@@ -325,9 +296,9 @@ impl<I: BitIndex> Bitmap<I> {
     /// Allocates `len` cleared bits from Slurm's allocator (so Slurm may take ownership later).
     #[doc(alias = "bit_alloc")]
     pub fn new(len: usize) -> Option<Self> {
-        let n = ffi::bitoff_t::try_from(len).ok()?;
+        let n = sys::bitoff_t::try_from(len).ok()?;
         // SAFETY: plain allocation; slurm_bit_alloc returns a valid bitmap (it aborts on OOM).
-        let ptr = unsafe { ffi::slurm_bit_alloc(n) };
+        let ptr = unsafe { sys::slurm_bit_alloc(n) };
         NonNull::new(ptr).map(|p| Self {
             bits: Bits(p),
             _index: PhantomData,
@@ -338,7 +309,7 @@ impl<I: BitIndex> Bitmap<I> {
     write_api!();
 
     /// Hands the bitmap to Slurm (e.g. as a `select_p_*` return value); Slurm frees it.
-    pub fn into_raw(self) -> *mut ffi::bitstr_t {
+    pub fn into_raw(self) -> *mut sys::bitstr_t {
         let ptr = self.bits.0.as_ptr();
         std::mem::forget(self);
         ptr
@@ -349,7 +320,7 @@ impl<I: BitIndex> Drop for Bitmap<I> {
     fn drop(&mut self) {
         let mut ptr = self.bits.0.as_ptr();
         // SAFETY: we own this bitmap (allocated by slurm_bit_alloc, never handed out).
-        unsafe { ffi::slurm_bit_free(&mut ptr) };
+        unsafe { sys::slurm_bit_free(&mut ptr) };
     }
 }
 
@@ -376,16 +347,21 @@ mod tests {
             view.iter_set().collect::<Vec<_>>(),
             [GpuIndex(1), GpuIndex(6)]
         );
-        view.write_gpu_set(GpuSet::from_iter([0, 3])).unwrap();
-        assert!(view.write_gpu_set(GpuSet::from_iter([9])).is_err());
+        view.write_members(Some(3), |g| g == 0 || g == 3).unwrap();
+        assert_eq!(
+            view.write_members(Some(9), |g| g == 9),
+            Err(SlurmError::OutOfBounds { index: 9, size: 8 })
+        );
         // SAFETY: as above; the mutable view is no longer used.
         let read = unsafe { BitmapRef::<GpuIndex>::from_raw(raw) }.expect("non-null");
-        assert_eq!(read.to_gpu_set(), GpuSet::from_iter([0, 3]));
+        assert_eq!(
+            read.iter_set().collect::<Vec<_>>(),
+            [GpuIndex(0), GpuIndex(3)]
+        );
         assert_eq!(read.count(), 2);
-        assert_eq!(read.to_wide_set(), WideSet::from_iter([0, 3]));
         let mut raw = raw;
         // SAFETY: frees the bitmap allocated above; no view is used afterwards.
-        unsafe { ffi::slurm_bit_free(&mut raw) };
+        unsafe { sys::slurm_bit_free(&mut raw) };
     }
 
     #[test]

@@ -118,25 +118,25 @@ pub unsafe fn fn_from_symbol<F: Copy>(sym: NonNull<c_void>) -> F {
 }
 
 /// Declares a slurmctld symbol, resolved on first use:
-/// - a function with its C prototype, `ctld_symbol!(pub LOCK: fn(ffi::slurmctld_lock_t) = "lock_slurmctld");`
+/// - a function with its C prototype, `ctld_symbol!(pub LOCK: fn(sys::slurmctld_lock_t) = "lock_slurmctld");`
 ///   gives a [`CtldFn`] of `unsafe extern "C" fn(slurmctld_lock_t)`; the declaration is where
 ///   the prototype is vouched for (cite the header);
-/// - a variable, `ctld_symbol!(pub JOB_LIST: static *mut ffi::xlist = "job_list");` gives a
+/// - a variable, `ctld_symbol!(pub JOB_LIST: static *mut sys::xlist = "job_list");` gives a
 ///   [`CtldVar`].
 #[macro_export]
 macro_rules! ctld_symbol {
     ($(#[$meta:meta])* $vis:vis $ident:ident: fn($($arg:ty),* $(,)?) $(-> $ret:ty)? = $name:literal) => {
         $(#[$meta])*
         #[doc(alias = $name)]
-        $vis static $ident: $crate::slurm::ctld::CtldFn<unsafe extern "C" fn($($arg),*) $(-> $ret)?> =
+        $vis static $ident: $crate::ctld::CtldFn<unsafe extern "C" fn($($arg),*) $(-> $ret)?> =
             // SAFETY: the declaration states the function's C prototype (its doc cites where).
-            unsafe { $crate::slurm::ctld::CtldFn::new($crate::ctld_symbol!(@name $name)) };
+            unsafe { $crate::ctld::CtldFn::new($crate::ctld_symbol!(@name $name)) };
     };
     ($(#[$meta:meta])* $vis:vis $ident:ident: static $ty:ty = $name:literal) => {
         $(#[$meta])*
         #[doc(alias = $name)]
-        $vis static $ident: $crate::slurm::ctld::CtldVar<$ty> =
-            $crate::slurm::ctld::CtldVar::new($crate::ctld_symbol!(@name $name));
+        $vis static $ident: $crate::ctld::CtldVar<$ty> =
+            $crate::ctld::CtldVar::new($crate::ctld_symbol!(@name $name));
     };
     (@name $name:literal) => {
         match ::std::ffi::CStr::from_bytes_with_nul(concat!($name, "\0").as_bytes()) {
@@ -148,7 +148,7 @@ macro_rules! ctld_symbol {
 
 ctld_symbol!(
     /// `list_t *job_list` (src/slurmctld/job_mgr.c): every job record.
-    pub JOB_LIST: static *mut crate::ffi::xlist = "job_list"
+    pub JOB_LIST: static *mut crate::sys::xlist = "job_list"
 );
 
 #[cfg(test)]

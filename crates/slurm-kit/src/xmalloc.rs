@@ -1,7 +1,7 @@
-//! Slurm's allocator (`src/common/xmalloc.c`) for memory the priority role hands to slurmctld.
+//! Slurm's allocator (`src/common/xmalloc.c`) for memory a plugin hands to slurmctld.
 //!
-//! Everything the role stores in a job record (factors, TRES arrays, priority arrays) must be
-//! freed by slurmctld with `xfree`, so it comes from `slurm_xcalloc`. Arrays that slurmctld
+//! Everything a plugin stores in a job record (gputopo's priority role: factors, TRES arrays,
+//! priority arrays) must be freed by slurmctld with `xfree`, so it comes from `slurm_xcalloc`. Arrays that slurmctld
 //! allocated itself are never trusted to have the length the formula wants: slurmctld copies
 //! `priority_array` with `list_count(part_ptr_list)` entries when it splits a job array (22.05
 //! `_job_rec_copy`; 24.11 as well, ignoring the QOS dimension), and reloads it from the state
@@ -11,7 +11,7 @@
 use std::ffi::c_void;
 use std::ptr;
 
-use crate::ffi;
+use crate::sys;
 
 unsafe extern "C" {
     /// `size_t slurm_xsize(void *)` (libslurmfull, a strong alias of `xsize`; xmalloc.h only
@@ -24,14 +24,15 @@ unsafe extern "C" {
 pub fn xcalloc(n: usize, size: usize) -> *mut c_void {
     // SAFETY: Slurm's allocator; `clear = true`, `try = false`; no other preconditions.
     unsafe {
-        ffi::slurm_xcalloc(
+        sys::slurm_xcalloc(
             n.max(1),
             size,
             true,
             false,
-            c"gputopo".as_ptr(),
+            // The file, line and function xmalloc names in its out-of-memory message.
+            c"slurm-kit".as_ptr(),
             0,
-            c"prio".as_ptr(),
+            c"xcalloc".as_ptr(),
         )
     }
 }
@@ -44,7 +45,7 @@ pub unsafe fn xfree<T>(p: &mut *mut T) {
     let mut v = p.cast::<c_void>();
     // SAFETY: caller contract (job record fields are only ever set with xmalloc);
     // slurm_xfree accepts null and nulls what it frees.
-    unsafe { ffi::slurm_xfree(&mut v) };
+    unsafe { sys::slurm_xfree(&mut v) };
     *p = ptr::null_mut();
 }
 

@@ -1,9 +1,9 @@
 //! [`EntryPtr`]: a pointer Slurm passed to one of our entry points, valid for that call.
 //!
-//! The export macros (`crate::plugin::export`) are the only code that creates one: they vouch
-//! that Slurm handed the pointer to a `select_p_*`/`priority_p_*` call and that the pointee
-//! outlives the call. Hooks receive `Option<EntryPtr<'call, T>>` and build safe views from it
-//! (`JobView::new`), so hook code needs no `unsafe`. The lifetime is generic in every hook, so a
+//! A plugin's export macros are the only code that should create one (gputopo:
+//! `plugin::export`): they vouch that Slurm handed the pointer to a `select_p_*`/`priority_p_*`
+//! call and that the pointee outlives the call. Hooks receive `Option<EntryPtr<'call, T>>` and
+//! build safe views from it (gputopo's `JobView::new`), so hook code needs no `unsafe`. The lifetime is generic in every hook, so a
 //! hook cannot keep the pointer beyond the call.
 
 use std::marker::PhantomData;
@@ -30,7 +30,7 @@ impl<T> EntryPtr<'_, T> {
         })
     }
 
-    /// The raw pointer, for the safe wrappers in `crate::slurm` that dereference it.
+    /// The raw pointer, for the safe wrappers that dereference it.
     pub fn as_ptr(&self) -> *mut T {
         self.ptr.as_ptr()
     }

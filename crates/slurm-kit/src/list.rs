@@ -13,13 +13,13 @@
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use crate::ffi;
+use crate::sys;
 
 /// A Slurm list of `*mut T` elements, borrowed.
 #[doc(alias = "list_t")]
 #[derive(Debug)]
 pub struct ListRef<'a, T> {
-    list: NonNull<ffi::xlist>,
+    list: NonNull<sys::xlist>,
     _borrow: PhantomData<&'a T>,
 }
 
@@ -29,7 +29,7 @@ impl<'a, T> ListRef<'a, T> {
     /// # Safety
     /// `list` is null or a live Slurm list whose elements are valid `T`s, and neither the list
     /// nor its elements are freed during `'a`.
-    pub unsafe fn from_raw(list: *mut ffi::xlist) -> Option<Self> {
+    pub unsafe fn from_raw(list: *mut sys::xlist) -> Option<Self> {
         NonNull::new(list).map(|list| Self {
             list,
             _borrow: PhantomData,
@@ -40,7 +40,7 @@ impl<'a, T> ListRef<'a, T> {
     #[doc(alias = "list_count")]
     pub fn len(&self) -> usize {
         // SAFETY: live list (constructor contract).
-        let n = unsafe { ffi::slurm_list_count(self.list.as_ptr()) };
+        let n = unsafe { sys::slurm_list_count(self.list.as_ptr()) };
         usize::try_from(n).unwrap_or(0)
     }
 
@@ -61,7 +61,7 @@ impl<'a, T> ListRef<'a, T> {
     #[doc(alias = "list_next")]
     pub fn iter(&self) -> ListIter<'a, T> {
         // SAFETY: live list; the iterator is destroyed by ListIter::drop.
-        let it = unsafe { ffi::slurm_list_iterator_create(self.list.as_ptr()) };
+        let it = unsafe { sys::slurm_list_iterator_create(self.list.as_ptr()) };
         ListIter {
             it: NonNull::new(it),
             _borrow: PhantomData,
@@ -86,7 +86,7 @@ impl<'a, T> ListRef<'a, T> {
         let key = std::ptr::from_ref(key).cast_mut().cast();
         // SAFETY: live list (constructor contract); `pred` matches the element and key types
         // (caller's contract) and only reads them; `key` outlives the call.
-        let elem = unsafe { ffi::slurm_list_find_first_ro(self.list.as_ptr(), Some(pred), key) };
+        let elem = unsafe { sys::slurm_list_find_first_ro(self.list.as_ptr(), Some(pred), key) };
         // SAFETY: ListRef's constructor vouched that every element is a valid T living for 'a.
         unsafe { elem.cast::<T>().as_ref() }
     }
@@ -95,7 +95,7 @@ impl<'a, T> ListRef<'a, T> {
 /// An open Slurm list iterator; destroyed on drop.
 #[derive(Debug)]
 pub struct ListIter<'a, T> {
-    it: Option<NonNull<ffi::listIterator>>,
+    it: Option<NonNull<sys::listIterator>>,
     _borrow: PhantomData<&'a T>,
 }
 
@@ -105,7 +105,7 @@ impl<T> ListIter<'_, T> {
     fn next_ptr(&mut self) -> Option<NonNull<T>> {
         let it = self.it?;
         // SAFETY: `it` is a live iterator created by ListRef::iter and not yet destroyed.
-        let elem = unsafe { ffi::slurm_list_next(it.as_ptr()) };
+        let elem = unsafe { sys::slurm_list_next(it.as_ptr()) };
         NonNull::new(elem.cast::<T>())
     }
 }
@@ -123,7 +123,7 @@ impl<T> Drop for ListIter<'_, T> {
     fn drop(&mut self) {
         if let Some(it) = self.it.take() {
             // SAFETY: created by slurm_list_iterator_create, destroyed exactly once here.
-            unsafe { ffi::slurm_list_iterator_destroy(it.as_ptr()) };
+            unsafe { sys::slurm_list_iterator_destroy(it.as_ptr()) };
         }
     }
 }
@@ -145,10 +145,10 @@ mod tests {
     fn iterates_in_order_and_stops_early_without_leaking() {
         let mut items = [10_u32, 20, 30];
         // SAFETY: a list without destructor; it only points at `items`, which outlive it.
-        let raw = unsafe { ffi::slurm_list_create(None) };
+        let raw = unsafe { sys::slurm_list_create(None) };
         for item in &mut items {
             // SAFETY: live list; the element is a valid u32 owned by the test.
-            unsafe { ffi::slurm_list_append(raw, std::ptr::from_mut(item).cast()) };
+            unsafe { sys::slurm_list_append(raw, std::ptr::from_mut(item).cast()) };
         }
         // SAFETY: raw is a live list of u32 elements that outlive the view.
         let list = unsafe { ListRef::<u32>::from_raw(raw) }.expect("non-null");
@@ -163,6 +163,6 @@ mod tests {
         // SAFETY: as above.
         assert_eq!(unsafe { list.find_first(same_u32, &40_u32) }, None);
         // SAFETY: no view or iterator is used after this; the list has no element destructor.
-        unsafe { ffi::slurm_list_destroy(raw) };
+        unsafe { sys::slurm_list_destroy(raw) };
     }
 }
