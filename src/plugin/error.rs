@@ -1,6 +1,6 @@
 //! Errors of the plugin shell. Only `guard` turns them into Slurm return codes.
 
-use std::path::PathBuf;
+use slurm_kit::stock::StockError;
 
 use crate::slurm::SlurmError;
 
@@ -15,34 +15,9 @@ pub enum PluginError {
         /// The directories searched, `:`-separated.
         searched: String,
     },
-    /// `dlopen` of the stock plugin failed.
-    #[error("cannot dlopen {path}: {reason}")]
-    StockOpen {
-        /// Absolute path given to dlopen.
-        path: PathBuf,
-        /// `dlerror()` text.
-        reason: String,
-    },
-    /// The stock plugin lacks a symbol its release requires.
-    #[error("{path} has no symbol {symbol}")]
-    StockSymbol {
-        /// The stock plugin.
-        path: PathBuf,
-        /// The missing symbol.
-        symbol: String,
-    },
-    /// The stock plugin was built for another Slurm release.
-    #[error(
-        "{path} is plugin_version {found:#x}, this build needs {expected:#x} (exact major.minor.micro)"
-    )]
-    StockVersion {
-        /// The stock plugin.
-        path: PathBuf,
-        /// Its `plugin_version`.
-        found: u32,
-        /// Our `SLURM_VERSION_NUMBER`.
-        expected: u32,
-    },
+    /// The stock plugin cannot be opened, lacks a symbol, or is of another release.
+    #[error(transparent)]
+    Stock(#[from] StockError),
     /// Slurm's site-factor interface (`PrioritySiteFactorPlugin`) did not initialise
     /// (multifactor fatals then too).
     #[error("failed to initialize the site_factor plugin (PrioritySiteFactorPlugin)")]

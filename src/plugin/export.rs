@@ -33,78 +33,8 @@
 //!    Slurm's by-name load path does not check the `plugin_type` prefix. If a second artifact is
 //!    preferred instead, a tiny cdylib crate invokes these same macros with its own identity.
 
-use crate::slurm::EntryPtr;
-
-/// Copies a NUL-terminated string literal into a fixed array at compile time, rejecting a
-/// missing final NUL or an interior one (the identity symbols are C strings read in place).
-pub const fn c_array<const N: usize>(s: &str) -> [u8; N] {
-    let bytes = s.as_bytes();
-    assert!(bytes.len() == N, "length mismatch");
-    assert!(
-        N > 0 && bytes[N - 1] == 0,
-        "identity string must end with NUL"
-    );
-    let mut out = [0u8; N];
-    let mut i = 0;
-    while i < N {
-        assert!(
-            i == N - 1 || bytes[i] != 0,
-            "interior NUL in identity string"
-        );
-        out[i] = bytes[i];
-        i += 1;
-    }
-    out
-}
-
-/// Converts an entry-point argument into what a hook receives: raw pointers become
-/// `Option<EntryPtr<'call, T>>` (so hooks build safe views without `unsafe`), plain values pass
-/// through.
-pub trait HookArg<'call> {
-    /// What the hook receives.
-    type Out;
-    /// Converts the argument.
-    ///
-    /// # Safety
-    /// `self` is an argument Slurm passed to the entry point that is running now, valid for the
-    /// whole call (`'call`).
-    unsafe fn into_hook_arg(self) -> Self::Out;
-}
-
-impl<'call, T: 'call> HookArg<'call> for *mut T {
-    type Out = Option<EntryPtr<'call, T>>;
-    unsafe fn into_hook_arg(self) -> Self::Out {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { EntryPtr::new(self) }
-    }
-}
-
-macro_rules! plain_hook_args {
-    ($($t:ty),*) => {$(
-        impl HookArg<'_> for $t {
-            type Out = $t;
-            unsafe fn into_hook_arg(self) -> $t {
-                self
-            }
-        }
-    )*};
-}
-plain_hook_args!(
-    bool,
-    u8,
-    u16,
-    u32,
-    u64,
-    usize,
-    i8,
-    i16,
-    i32,
-    i64,
-    isize,
-    f32,
-    f64,
-    ()
-);
+// The ABI helpers the macros below expand to are the kit's (nothing of gputopo in them).
+pub use slurm_kit::export::{HookArg, c_array};
 
 /// Emits the identity data symbols and the reference-counted `init`/`fini` of this `.so`.
 ///
@@ -200,7 +130,7 @@ macro_rules! forwarding_table {
             /// Resolves every entry point in the stock plugin (once per process).
             ///
             /// # Errors
-            /// [`PluginError::StockSymbol`](crate::plugin::PluginError) for a missing symbol.
+            /// [`PluginError::Stock`](crate::plugin::PluginError) for a missing symbol.
             pub fn load(
                 lib: &$crate::plugin::select::stock::StockLibrary,
             ) -> Result<&'static Self, $crate::plugin::PluginError> {
@@ -320,15 +250,4 @@ macro_rules! own_entry_points {
             })
         }
     )*};
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn c_array_copies_with_nul() {
-        let b: [u8; 15] = c_array("select/gputopo\0");
-        assert_eq!(&b, b"select/gputopo\0");
-    }
 }

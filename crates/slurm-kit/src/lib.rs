@@ -12,7 +12,8 @@
 //!   [`lock`] (named `slurmctld_lock_t`/`assoc_mgr_lock_t` sets), [`ctld`] (slurmctld-only
 //!   symbols resolved at run time, with typed signatures, declared with [`ctld_symbol!`]),
 //!   [`entry`] (a pointer valid for one entry-point call), [`error`] (return codes as
-//!   `Result`).
+//!   `Result`), [`stock`] (a stock plugin dlopen'ed by a wrapper that forwards to it),
+//!   [`export`] (the identity strings and hook arguments a plugin's export macros use).
 //!
 //! # Invariants
 //! - Only libslurmfull functions are referenced directly; slurmctld-only symbols go through
@@ -28,9 +29,11 @@ pub mod bitmap;
 pub mod ctld;
 pub mod entry;
 pub mod error;
+pub mod export;
 pub mod list;
 pub mod lock;
 pub mod log;
+pub mod stock;
 pub mod sys;
 pub mod xmalloc;
 

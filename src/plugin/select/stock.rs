@@ -1,10 +1,9 @@
 //! The stock `select/cons_tres`, loaded by absolute path and called through [`StockSelect`](super::abi::StockSelect).
 //!
 //! gputopo forwards every `select_p_*` call to the real `select_cons_tres.so` of the same
-//! release. It is opened with `dlopen(path, RTLD_LAZY | RTLD_LOCAL)`: lazy because cons_tres
-//! references slurmctld-only symbols that clients lack, local so our own `select_p_*`/`init`
-//! never interpose on its symbols (Slurm loads us RTLD_LOCAL as well). Its `plugin_version` is
-//! checked here because Slurm's `_verify_syms` is bypassed.
+//! release, opened as a [`StockLibrary`] (the kit's: `dlopen(path, RTLD_LAZY | RTLD_LOCAL)`,
+//! see `slurm_kit::stock` for why). Its `plugin_version` is checked here because Slurm's
+//! `_verify_syms` is bypassed.
 //!
 //! # Where the stock plugin is found (first directory that has `select_cons_tres.so` which is
 //! # not gputopo itself)
@@ -19,95 +18,18 @@
 //! thread must not jump into unmapped code); `fini` calls the stock `fini`, and a later `init`
 //! calls the stock `init` again.
 
-use std::ffi::{CStr, CString, c_int, c_void};
-use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
+use std::ffi::c_int;
+use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use crate::ffi;
 use crate::plugin::PluginError;
 use crate::slurm;
 use crate::slurm::ctld::fn_from_symbol;
+pub use slurm_kit::stock::StockLibrary;
+use slurm_kit::stock::{object_path, slurmfull_dir};
 
 /// File name of the stock plugin gputopo wraps.
 pub const STOCK_FILE: &str = "select_cons_tres.so";
-
-/// A dlopen'ed stock plugin.
-#[derive(Debug)]
-pub struct StockLibrary {
-    handle: NonNull<c_void>,
-    path: PathBuf,
-}
-
-// SAFETY: a dlopen handle may be used from any thread (dlsym is thread-safe); we never close it.
-unsafe impl Send for StockLibrary {}
-// SAFETY: as above; the struct is immutable after open.
-unsafe impl Sync for StockLibrary {}
-
-impl StockLibrary {
-    /// Opens `path` with `RTLD_LAZY | RTLD_LOCAL`.
-    ///
-    /// # Errors
-    /// [`PluginError::StockOpen`] with `dlerror()`'s text.
-    pub fn open(path: &Path) -> Result<Self, PluginError> {
-        let open_err = |reason: String| PluginError::StockOpen {
-            path: path.to_path_buf(),
-            reason,
-        };
-        let c_path = CString::new(path.as_os_str().as_encoded_bytes())
-            .map_err(|_| open_err("path contains NUL".into()))?;
-        // SAFETY: NUL-terminated path; loading a Slurm plugin runs only its constructors.
-        let handle = unsafe { libc::dlopen(c_path.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
-        let handle = NonNull::new(handle).ok_or_else(|| open_err(dl_error()))?;
-        Ok(Self {
-            handle,
-            path: path.to_path_buf(),
-        })
-    }
-
-    /// Absolute path the library was opened from.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Address of `name` inside this library.
-    ///
-    /// # Errors
-    /// [`PluginError::StockSymbol`] when the library does not define it.
-    pub fn symbol(&self, name: &str) -> Result<NonNull<c_void>, PluginError> {
-        let missing = || PluginError::StockSymbol {
-            path: self.path.clone(),
-            symbol: name.to_owned(),
-        };
-        let c_name = CString::new(name).map_err(|_| missing())?;
-        // SAFETY: live handle, NUL-terminated name.
-        let sym = unsafe { libc::dlsym(self.handle.as_ptr(), c_name.as_ptr()) };
-        NonNull::new(sym).ok_or_else(missing)
-    }
-
-    /// The library's `plugin_version` data symbol.
-    ///
-    /// # Errors
-    /// [`PluginError::StockSymbol`] when it has none.
-    pub fn plugin_version(&self) -> Result<u32, PluginError> {
-        let sym = self.symbol("plugin_version")?;
-        // SAFETY: every Slurm plugin defines `const uint32_t plugin_version` (what
-        // `_verify_syms` reads the same way).
-        Ok(unsafe { sym.cast::<u32>().as_ptr().read() })
-    }
-}
-
-fn dl_error() -> String {
-    // SAFETY: dlerror returns NULL or a NUL-terminated thread-local message.
-    let msg = unsafe { libc::dlerror() };
-    if msg.is_null() {
-        return "unknown dlopen error".into();
-    }
-    // SAFETY: non-null message from dlerror, valid until the next dl* call on this thread.
-    unsafe { CStr::from_ptr(msg) }
-        .to_string_lossy()
-        .into_owned()
-}
 
 type LifecycleFn = unsafe extern "C" fn() -> c_int;
 /// The stock `fini`: `int fini(void)` up to 25.05, `void fini(void)` from 25.11
@@ -184,15 +106,7 @@ fn load() -> Result<&'static Stock, PluginError> {
         return Ok(stock);
     }
     let lib = StockLibrary::open(&find_stock()?)?;
-    let found = lib.plugin_version()?;
-    let expected = ffi::SLURM_VERSION_NUMBER;
-    if found & 0x00ff_ffff != expected & 0x00ff_ffff {
-        return Err(PluginError::StockVersion {
-            path: lib.path().to_path_buf(),
-            found,
-            expected,
-        });
-    }
+    lib.check_release()?;
     // SAFETY: `init` is `int (*)(void)` in every Slurm plugin.
     let init = unsafe { fn_from_symbol::<LifecycleFn>(lib.symbol("init")?) };
     // SAFETY: cons_tres's `fini` has this release's prototype ([`FiniFn`]).
@@ -222,33 +136,16 @@ fn find_stock() -> Result<PathBuf, PluginError> {
         })
 }
 
-/// Path of the shared object that contains `addr`.
-fn object_path(addr: *const c_void) -> Option<PathBuf> {
-    // SAFETY: Dl_info is plain old data; all-zero is a valid initial value.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: dladdr only reads `addr` as an address and fills `info`.
-    let found = unsafe { libc::dladdr(addr, &mut info) };
-    if found == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dli_fname is a NUL-terminated path owned by the dynamic loader.
-    let name = unsafe { CStr::from_ptr(info.dli_fname) };
-    Some(PathBuf::from(name.to_string_lossy().into_owned()))
-}
-
 fn own_path() -> Option<PathBuf> {
-    object_path(find_stock as *const c_void)
-}
-
-fn slurmfull_dir() -> Option<PathBuf> {
-    object_path(ffi::slurm_get_log_level as *const c_void)?
-        .parent()
-        .map(Path::to_path_buf)
+    let in_own: fn() -> Result<PathBuf, PluginError> = find_stock;
+    object_path(in_own as usize)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ffi;
+    use slurm_kit::stock::StockError;
 
     /// Needs the installed Slurm of the build tree (the one the crate links against).
     #[test]
@@ -263,7 +160,7 @@ mod tests {
         );
         assert!(matches!(
             stock.lib.symbol("no_such_symbol"),
-            Err(PluginError::StockSymbol { .. })
+            Err(StockError::Symbol { .. })
         ));
     }
 }
