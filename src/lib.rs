@@ -3,8 +3,8 @@
 //!
 //! # Architecture map
 //! Layers, each using only the ones below it in this list:
-//! - [`plugin`]: what Slurm loads: identity symbols, `init`/`fini`, the panic/error guard, and
-//!   one folder per role, each holding its entry-point table: [`plugin::select`] (the table
+//! - [`plugin`]: what Slurm loads: identity symbols, `init`/`fini` (the kit's export macros and
+//!   panic/error guard, with gputopo's roles, log labels and error type), and one folder per role, each holding its entry-point table: [`plugin::select`] (the table
 //!   [`plugin::select::abi`], the hooks trait, gputopo's hooks [`plugin::select::steer`], the
 //!   dlopen'ed stock `select/cons_tres`) and [`plugin::priority`].
 //! - [`slurm`]: gputopo's views of Slurm's records (job, gres, node, preemption, priority),
@@ -16,8 +16,8 @@
 //! - `gputopo-core` (separate crate, no unsafe): every decision, as pure functions.
 //!
 //! # Invariants
-//! - `unsafe` appears only in `slurm-kit`, `slurm/`, `plugin/{guard,export}.rs`,
-//!   `plugin/select/stock.rs` and the code the export macros emit into the tables.
+//! - `unsafe` appears only in `slurm-kit`, `slurm/`, `plugin/select/stock.rs` and the code
+//!   the kit's export macros emit into the tables.
 //! - No panic crosses the ABI: every export runs inside [`plugin::guard::entry`].
 //! - Only libslurmfull functions are referenced directly; slurmctld-only symbols go through
 //!   [`slurm::ctld`] (the kit's), so the same `.so` loads in slurmd, slurmstepd and every client.
@@ -33,5 +33,5 @@ pub mod slurm;
 
 /// The raw bindings (`slurm_kit::sys`), under the name the plugin's code has always used.
 pub use slurm_kit::sys as ffi;
-// `crate::ctld_symbol!` keeps working for the plugin's own slurmctld symbols.
-pub use slurm_kit::ctld_symbol;
+// `crate::ctld_symbol!` and the export macros keep their paths in the plugin's code.
+pub use slurm_kit::{ctld_symbol, forwarding_table, own_entry_points, plugin_identity};

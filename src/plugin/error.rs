@@ -22,9 +22,6 @@ pub enum PluginError {
     /// (multifactor fatals then too).
     #[error("failed to initialize the site_factor plugin (PrioritySiteFactorPlugin)")]
     SiteFactor,
-    /// An entry point ran before `init()` loaded the stock plugin.
-    #[error("the stock plugin is not loaded (init() did not run or failed)")]
-    NotStarted,
     /// A call into Slurm (or the stock plugin) failed.
     #[error("{what}")]
     Slurm {

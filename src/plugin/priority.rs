@@ -74,6 +74,8 @@ fn now() -> i64 {
 }
 
 impl Role for PriorityRole {
+    type Error = PluginError;
+
     fn name(&self) -> &'static str {
         "priority"
     }

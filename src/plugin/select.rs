@@ -36,6 +36,8 @@ pub struct SelectRole;
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 impl Role for SelectRole {
+    type Error = PluginError;
+
     fn name(&self) -> &'static str {
         "select"
     }

@@ -13,11 +13,15 @@
 //!   symbols resolved at run time, with typed signatures, declared with [`ctld_symbol!`]),
 //!   [`entry`] (a pointer valid for one entry-point call), [`error`] (return codes as
 //!   `Result`), [`stock`] (a stock plugin dlopen'ed by a wrapper that forwards to it),
-//!   [`export`] (the identity strings and hook arguments a plugin's export macros use).
+//!   the plugin shell: [`export`] (the macros that emit the identity symbols, `init`/`fini`
+//!   and entry points: [`plugin_identity!`], [`forwarding_table!`], [`own_entry_points!`]),
+//!   [`guard`] (no panic crosses the ABI; errors become return codes) and [`lifecycle`]
+//!   (reference-counted `init`/`fini` over a plugin's roles).
 //!
 //! # Invariants
 //! - Only libslurmfull functions are referenced directly; slurmctld-only symbols go through
 //!   [`ctld`], so a plugin built on the kit loads in slurmd, slurmstepd and every client too.
+//! - No panic crosses the ABI: every export the macros emit runs inside [`guard::entry`].
 //! - Every unsafe block holds one unsafe operation with its own `// SAFETY:` comment.
 
 // Every `unsafe fn` states its contract, and every unsafe block holds one unsafe operation
@@ -30,6 +34,8 @@ pub mod ctld;
 pub mod entry;
 pub mod error;
 pub mod export;
+pub mod guard;
+pub mod lifecycle;
 pub mod list;
 pub mod lock;
 pub mod log;

@@ -33,6 +33,9 @@ pub enum StockError {
         /// The missing symbol.
         symbol: String,
     },
+    /// An entry point ran before `init()` loaded the stock plugin.
+    #[error("the stock plugin is not loaded (init() did not run or failed)")]
+    NotLoaded,
     /// The stock plugin was built for another Slurm release.
     #[error(
         "{path} is plugin_version {found:#x}, this build needs {expected:#x} (exact major.minor.micro)"

@@ -42,6 +42,8 @@ use crate::plugin::select::steer::Steer;
 crate::forwarding_table! {
     stock StockSelect;
     hooks SelectHooks = Steer;
+    // What a caught panic in any select_p_* leaves (docs/operations.md quotes this line).
+    degraded "select/gputopo forwards to select/cons_tres from now on and withholds the nodes with a GPU published faulty or drained";
     #[cfg(not(slurm_25_05))]
     forward fn select_p_state_save(dir_name: *mut c_char) -> c_int, fail = SLURM_ERROR;
     #[cfg(not(slurm_25_05))]

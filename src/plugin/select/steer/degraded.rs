@@ -86,3 +86,54 @@ fn read_faulty(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 14 item 3: after a panic in the decision code, `select_p_job_test` still keeps
+    /// the faulty GPUs gputopo knew out of service (their nodes are withheld from cons_tres),
+    /// says so at error level once and counts every such call. (The panic that sends calls
+    /// here is slurm_kit::guard's test; this is the path it leads to.)
+    #[test]
+    fn after_a_panic_job_test_withholds_known_faulty_nodes() {
+        use crate::plugin::select::steer::degraded;
+        use crate::slurm::bitmap::{Bitmap, BitmapRef};
+        use std::cell::RefCell;
+
+        let st = SteerState::new(gputopo_core::config::SelectConfig::default());
+        st.note_faulty(3, gputopo_core::WideSet::from_iter([70]));
+        st.note_faulty(5, gputopo_core::WideSet::new());
+        let mut nodes: Bitmap<NodeIndex> = Bitmap::new(8).expect("bit_alloc");
+        for n in 0..8 {
+            nodes.set(NodeIndex(n)).unwrap();
+        }
+        let raw = nodes.into_raw();
+        let offered = RefCell::new(Vec::new());
+        let forward = || {
+            // SAFETY: raw is the live bitmap allocated above, freed only at the end.
+            let b = unsafe { BitmapRef::<NodeIndex>::from_raw(raw) }.expect("non-null");
+            offered.replace(b.iter_set().map(|n| n.0).collect());
+            0
+        };
+        for mode in [CallMode::RunNow, CallMode::WillRun] {
+            // SAFETY: raw is live for this call.
+            let arg = unsafe { EntryPtr::new(raw) };
+            assert_eq!(degraded::job_test(&st, forward, None, arg, mode), 0);
+            assert_eq!(*offered.borrow(), [0, 1, 2, 4, 5, 6, 7], "node 3 withheld");
+        }
+        assert_eq!(st.stats.degraded_calls.load(Ordering::Relaxed), 2);
+        // TEST_ONLY ("could it ever run") is forwarded untouched and not counted.
+        // SAFETY: as above.
+        let mut raw_mut = unsafe { BitmapMut::<NodeIndex>::from_raw(raw) }.expect("non-null");
+        raw_mut.set(NodeIndex(3)).unwrap();
+        // SAFETY: as above.
+        let arg = unsafe { EntryPtr::new(raw) };
+        degraded::job_test(&st, forward, None, arg, CallMode::TestOnly);
+        assert_eq!(offered.borrow().len(), 8);
+        assert_eq!(st.stats.degraded_calls.load(Ordering::Relaxed), 2);
+        let mut raw = raw;
+        // SAFETY: frees the bitmap allocated above; no view is used afterwards.
+        unsafe { ffi::slurm_bit_free(&mut raw) };
+    }
+}

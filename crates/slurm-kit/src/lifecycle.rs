@@ -1,8 +1,8 @@
 //! Reference-counted, role-agnostic `init`/`fini`.
 //!
 //! One `.so` has one `init` and one `fini` symbol, but Slurm may load the same file under
-//! several roles (`select_gputopo_cons_tres.so`, `priority_gputopo.so`; dlopen returns the same
-//! handle) and calls `init`/`fini` once per role, without saying which. So the first `init`
+//! several roles (gputopo's `select_gputopo_cons_tres.so` and `priority_gputopo.so`; dlopen
+//! returns the same handle) and calls `init`/`fini` once per role, without saying which. So the first `init`
 //! installs the logger and starts every [`Role`] listed in `plugin_identity!`, later ones only
 //! count; the last `fini` stops the roles in reverse order. A role that fails to start makes
 //! `init` fail (Slurm then refuses the plugin) after the already started ones are stopped.
@@ -15,11 +15,12 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use crate::plugin::PluginError;
-use crate::slurm;
+use crate::log;
 
 /// One plugin role served by this `.so` (select, priority, ...).
 pub trait Role: Sync {
+    /// Why the role could not start (the plugin's own error type).
+    type Error: std::error::Error;
     /// Short name for log lines (`select`).
     fn name(&self) -> &'static str;
     /// Sets the role up. Runs in every process that loads the plugin (slurmctld, slurmd,
@@ -27,7 +28,7 @@ pub trait Role: Sync {
     ///
     /// # Errors
     /// Any start-up failure; the plugin then fails to load.
-    fn start(&self) -> Result<(), PluginError>;
+    fn start(&self) -> Result<(), Self::Error>;
     /// Tears the role down (the last `fini`).
     fn stop(&self);
     /// Every `fini` that is not the last: a role may stop its work here if Slurm's `fini` for
@@ -38,31 +39,35 @@ pub trait Role: Sync {
     ///
     /// # Errors
     /// As [`Role::start`].
-    fn reacquire(&self) -> Result<(), PluginError> {
+    fn reacquire(&self) -> Result<(), Self::Error> {
         Ok(())
     }
 }
 
 static REFS: Mutex<usize> = Mutex::new(0);
 
-/// The body of the exported `init`.
+/// The body of the exported `init`; the first one routes the `log` facade into Slurm's log,
+/// labelled with `labels`.
 ///
 /// # Errors
 /// The first role start-up failure.
-pub fn init(roles: &[&dyn Role]) -> Result<(), PluginError> {
+pub fn init<E: std::error::Error>(
+    roles: &[&dyn Role<Error = E>],
+    labels: log::Labels,
+) -> Result<(), E> {
     let mut refs = REFS.lock().unwrap_or_else(PoisonError::into_inner);
     if *refs == 0 {
-        slurm::log::install(slurm::log_labels::LABELS);
+        log::install(labels);
         for (started, role) in roles.iter().enumerate() {
             if let Err(err) = role.start() {
                 roles[..started].iter().rev().for_each(|r| r.stop());
                 return Err(err);
             }
-            log::debug!("{} role started", role.name());
+            ::log::debug!("{} role started", role.name());
         }
     } else {
-        slurm::log::sync_level();
-        log::debug!(
+        log::sync_level();
+        ::log::debug!(
             "init #{}: the plugin is loaded under another role",
             *refs + 1
         );
@@ -75,7 +80,7 @@ pub fn init(roles: &[&dyn Role]) -> Result<(), PluginError> {
 }
 
 /// The body of the exported `fini`.
-pub fn fini(roles: &[&dyn Role]) {
+pub fn fini<E: std::error::Error>(roles: &[&dyn Role<Error = E>]) {
     let mut refs = REFS.lock().unwrap_or_else(PoisonError::into_inner);
     match *refs {
         0 => {}
@@ -95,6 +100,11 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
+
+    const LABELS: log::Labels = log::Labels {
+        prefix: |_| "test",
+        events: "test-events",
+    };
 
     struct Counting {
         starts: AtomicUsize,
@@ -116,17 +126,18 @@ mod tests {
         }
     }
 
+    #[derive(Debug, thiserror::Error)]
+    #[error("role failed to start")]
+    struct StartFailed;
+
     impl Role for Counting {
+        type Error = StartFailed;
         fn name(&self) -> &'static str {
             "counting"
         }
-        fn start(&self) -> Result<(), PluginError> {
+        fn start(&self) -> Result<(), StartFailed> {
             self.starts.fetch_add(1, Ordering::SeqCst);
-            if self.fail {
-                Err(PluginError::NotStarted)
-            } else {
-                Ok(())
-            }
+            if self.fail { Err(StartFailed) } else { Ok(()) }
         }
         fn stop(&self) {
             self.stops.fetch_add(1, Ordering::SeqCst);
@@ -134,7 +145,7 @@ mod tests {
         fn release(&self) {
             self.releases.fetch_add(1, Ordering::SeqCst);
         }
-        fn reacquire(&self) -> Result<(), PluginError> {
+        fn reacquire(&self) -> Result<(), StartFailed> {
             self.reacquires.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
@@ -145,11 +156,11 @@ mod tests {
         static A: Counting = Counting::new(false);
         static B: Counting = Counting::new(false);
         static BAD: Counting = Counting::new(true);
-        let roles: [&dyn Role; 2] = [&A, &B];
+        let roles: [&dyn Role<Error = StartFailed>; 2] = [&A, &B];
 
         // Loaded as two roles: two inits, one start each; two finis, one stop each.
-        init(&roles).unwrap();
-        init(&roles).unwrap();
+        init(&roles, LABELS).unwrap();
+        init(&roles, LABELS).unwrap();
         assert_eq!(
             (
                 A.starts.load(Ordering::SeqCst),
@@ -177,8 +188,8 @@ mod tests {
         assert_eq!(A.stops.load(Ordering::SeqCst), 1);
 
         // A failing role stops the ones started before it, and the count stays at zero.
-        let failing: [&dyn Role; 2] = [&A, &BAD];
-        assert!(init(&failing).is_err());
+        let failing: [&dyn Role<Error = StartFailed>; 2] = [&A, &BAD];
+        assert!(init(&failing, LABELS).is_err());
         assert_eq!(
             (
                 A.starts.load(Ordering::SeqCst),
@@ -186,7 +197,7 @@ mod tests {
             ),
             (2, 2)
         );
-        init(&roles).unwrap();
+        init(&roles, LABELS).unwrap();
         assert_eq!(
             A.starts.load(Ordering::SeqCst),
             3,
