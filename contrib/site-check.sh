@@ -95,7 +95,7 @@ if step build "$here/build-plugin.sh" "$release"; then
   step gputopo-bin cargo build --release -p gputopo-agent --bin gputopo
   export GPUTOPO_BIN=$CARGO_TARGET_DIR/release/gputopo
   step abi cargo test -p gputopo --test main
-  step unit cargo test -p gputopo --lib
+  step unit cargo test -p gputopo -p slurm-kit --lib
   GPUTOPO_E2E=1 step e2e cargo test -p gputopo --test main -- --ignored --test-threads=1 e2e::foundation
 fi
 echo

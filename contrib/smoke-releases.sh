@@ -88,7 +88,7 @@ for r in $candidates; do
     cp "$(tail -n 1 "$logdir/$r.path")" "$so"
     export SLURM_SRC_DIR=$src GPUTOPO_PLUGIN_SO=$so GPUTOPO_SLURM_RELEASE=$r
     step "$r" abi cargo test -p gputopo --test main
-    step "$r" plugin-unit cargo test -p gputopo --lib
+    step "$r" plugin-unit cargo test -p gputopo -p slurm-kit --lib
     # shellcheck disable=SC2086
     GPUTOPO_E2E=1 GPUTOPO_SELECT=gputopo step "$r" e2e cargo test -p gputopo --test main -- \
       --ignored --test-threads=1 $tests

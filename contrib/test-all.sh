@@ -8,7 +8,7 @@
 #   slurm       contrib/slurm-install.sh 22.05.8 / 24.11.5 (24.11.5 is built once and cached)
 #   fmt         cargo fmt --all -- --check
 #   clippy      cargo clippy --all-targets -- -D warnings (workspace), and for the plugin
-#               package once per release (SLURM_SRC_DIR = that release's tree)
+#               and slurm-kit packages once per release (SLURM_SRC_DIR = that release's tree)
 #   unit        cargo test (the workspace's default members: no Slurm needed)
 #   fuzz        contrib/fuzz.sh: each fuzz target of fuzz/ for GPUTOPO_FUZZ_SECS (default 12)
 #               seconds from its committed corpus (node Extra, gres.conf/fake_gpus.conf,
@@ -23,7 +23,8 @@
 #               only the gputopo crate)
 #     plugin-R  contrib/build-plugin.sh R (the select/gputopo .so for R)
 #     abi-R     the root package's tests (tests/main.rs) with GPUTOPO_PLUGIN_SO, SLURM_SRC_DIR
-#     plugin-unit-R  the plugin library's unit tests (real libslurmfull and stock cons_tres)
+#     plugin-unit-R  the unit tests of the plugin library and of slurm-kit (real libslurmfull
+#               and stock cons_tres)
 #     e2e-R     the same binary's ignored tests under cargo-nextest (profile e2e,
 #               .config/nextest.toml): every end-to-end test on a real local cluster
 #               (contrib/cluster.sh), select/gputopo loaded, GPUTOPO_E2E_SHARDS (default 2)
@@ -115,7 +116,7 @@ phase fmt cargo fmt --all -- --check
 phase clippy cargo clippy --all-targets -- -D warnings
 for r in $releases; do
   src=$("$repo/slurm-headers/fetch-slurm.sh" "$r") || { summary+=("fetch-slurm $r FAILED"); failed=1; continue; }
-  SLURM_SRC_DIR=$src phase "clippy-$r" cargo clippy -p gputopo --all-targets -- -D warnings
+  SLURM_SRC_DIR=$src phase "clippy-$r" cargo clippy -p gputopo -p slurm-kit --all-targets -- -D warnings
 done
 phase unit cargo test
 # Every parser of input another party wrote, fuzzed for a bounded time (seconds per target).
@@ -174,7 +175,7 @@ for r in $releases; do
   fi
   export SLURM_SRC_DIR=$src GPUTOPO_PLUGIN_SO=$so GPUTOPO_SLURM_RELEASE=$r GPUTOPO_PANIC_SO=$panic_so
   phase "abi-$r" root_tests
-  phase "plugin-unit-$r" cargo test -p gputopo --lib
+  phase "plugin-unit-$r" cargo test -p gputopo -p slurm-kit --lib
   # The e2e suite under cargo-nextest, $shards clusters at once (.config/nextest.toml).
   "$here/cluster.sh" munge
   GPUTOPO_SELECT=gputopo e2e_phase "e2e-$r" e2e
