@@ -1,7 +1,7 @@
 # Shared by the contrib/ scripts (sourced: `. "$(dirname "$0")/lib.sh"`): the release table
 # and the pid files of a cluster's daemons.
 
-# The one table of Slurm releases (slurm-headers/releases.tsv; also read by build.rs and the
+# The one table of Slurm releases (slurm-headers/releases.tsv; also read by crates/slurm-kit/build.rs and the
 # e2e harness).
 RELEASE_TABLE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/slurm-headers/releases.tsv
 # releases ROLE: every release of that role (ci), in the table's order.

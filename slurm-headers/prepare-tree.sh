@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Make a Slurm source tree usable by the plugin build (build.rs runs bindgen over its headers)
+# Make a Slurm source tree usable by the plugin build (crates/slurm-kit/build.rs runs bindgen over its headers)
 # and print its path.
 #
 #   slurm-headers/prepare-tree.sh SOURCE DEST       # SOURCE: a tree or a tarball (.tar.bz2/gz/xz)

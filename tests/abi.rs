@@ -182,7 +182,7 @@ fn references_no_slurmctld_only_symbol() {
         return;
     };
     // Defined by the slurmctld executable only; a direct reference breaks loading in slurmd
-    // and clients (rustc links with -z now). src/slurm/ctld.rs resolves them with dlsym.
+    // and clients (rustc links with -z now). crates/slurm-kit/src/ctld.rs resolves them with dlsym.
     let ctld_only = [
         "job_list",
         "part_list",

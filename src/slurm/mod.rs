@@ -1,8 +1,10 @@
-//! Safe wrappers over the few Slurm facilities gputopo uses, one module per concern.
+//! gputopo's safe views of Slurm's records, one module per concern, over slurm-kit's generic
+//! wrappers (re-exported below under their old paths: `bitmap`, `list`, `log`, `ctld`, ...).
 //!
-//! This layer owns every dereference of a Slurm pointer and every call into libslurmfull.
-//! It exposes Rust types (`Bitmap`, `ListRef`, `JobView`) and `Result`s; the pure core never
-//! sees a C type. slurmctld-only symbols are reached only through [`ctld`].
+//! With the kit, this layer owns every dereference of a Slurm pointer and every call into
+//! libslurmfull. It exposes Rust types (`JobView`, the kit's `Bitmap`, `ListRef`) and
+//! `Result`s; the pure core never sees a C type. slurmctld-only symbols are reached only
+//! through [`ctld`].
 
 pub mod conf;
 pub mod gpu_bits;

@@ -5,7 +5,7 @@
 //! (`crate::forwarding_table!`). No logic lives here.
 //!
 //! One table for every release; a line that not every release has carries the `cfg` of the
-//! releases that do (`build.rs` emits `select_abi` and the milestones from the tree's
+//! releases that do (slurm-kit's `build.rs` emits `select_abi` and the milestones from the tree's
 //! `SLURM_VERSION_NUMBER`):
 //! - 22.05 (36 symbols, src/common/select.c): also job_signal, jobinfo_sprint,
 //!   jobinfo_xstrdup, update_node_config, resv_test; job_test takes `exc_core_bitmap`.

@@ -1,7 +1,8 @@
 //! The Slurm side of `priority/gputopo`: everything that touches slurmctld memory for priorities.
 //!
-//! - this file: `slurm_conf` → [`PriorityConfig`], slurmctld-only globals and locks (resolved
-//!   through [`crate::slurm::ctld`]), assoc_mgr locks, the `long double` shim.
+//! - this file: `slurm_conf` → [`PriorityConfig`], slurmctld-only globals (resolved through
+//!   [`crate::slurm::ctld`]), the `long double` shim; the named lock sets ([`CtldLock`],
+//!   [`AssocLock`]) and xmalloc are slurm-kit's, re-exported here.
 //! - [`job`]: a `job_record_t` as a borrowed [`JobInput`](gputopo_core::priority::JobInput)
 //!   (Slurm's arrays, no copy) and the write-back of priority, factors and the
 //!   per-partition/QOS array (xmalloc'ed); `job_list` only through the lock-scoped
