@@ -9,7 +9,7 @@
 //!   name is the writer's own: a primary and a backup slurmctld share StateSaveLocation, and on
 //!   a control change the one stopping saves while the one taking over writes its first pass;
 //!   with one shared `<file>.new` each truncated the other's file or renamed it away.
-//! - Temporary files a crash left behind are removed by the next [`write`] once they are older
+//! - Temporary files a crash left behind are removed by the next [`write()`] once they are older
 //!   than [`STALE_TEMP`] (a write takes milliseconds; a younger one may be another
 //!   controller's).
 //! - Read with a size limit, so a runaway or hostile file cannot make slurmctld allocate
