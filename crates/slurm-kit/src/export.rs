@@ -123,6 +123,9 @@ plain_hook_args!(
 /// ```
 /// `log` labels the plugin's records ([`log::Labels`](crate::log::Labels), installed by the
 /// first `init`); `error` is the roles' [`Role::Error`](crate::lifecycle::Role::Error).
+#[doc(alias = "plugin_name")]
+#[doc(alias = "plugin_type")]
+#[doc(alias = "plugin_version")]
 #[macro_export]
 macro_rules! plugin_identity {
     (name: $name:literal, type: $ty:literal, $(id: $id:expr,)? log: $labels:expr, error: $err:ty,
@@ -182,6 +185,7 @@ macro_rules! plugin_identity {
 /// trait method it names with `forward` first, then the arguments it lists, each converted by
 /// [`HookArg`]. `degraded` is what a caught panic in any of the entry points leaves, logged
 /// with it ([`guard::forwarding_entry`](crate::guard::forwarding_entry)).
+#[doc(alias = "node_select_syms")]
 #[macro_export]
 macro_rules! forwarding_table {
     (

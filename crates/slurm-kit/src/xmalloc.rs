@@ -21,6 +21,7 @@ unsafe extern "C" {
 }
 
 /// `n` zeroed elements of `size` bytes from Slurm's allocator (aborts on OOM like xmalloc).
+#[doc(alias = "slurm_xcalloc")]
 pub fn xcalloc(n: usize, size: usize) -> *mut c_void {
     // SAFETY: Slurm's allocator; `clear = true`, `try = false`; no other preconditions.
     unsafe {
@@ -41,6 +42,7 @@ pub fn xcalloc(n: usize, size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// `*p` is null or a live allocation of Slurm's allocator that nothing else uses any more.
+#[doc(alias = "slurm_xfree")]
 pub unsafe fn xfree<T>(p: &mut *mut T) {
     let mut v = p.cast::<c_void>();
     // SAFETY: caller contract (job record fields are only ever set with xmalloc);
@@ -53,6 +55,8 @@ pub unsafe fn xfree<T>(p: &mut *mut T) {
 ///
 /// # Safety
 /// `p` is null or a live allocation of Slurm's allocator.
+#[doc(alias = "xsize")]
+#[doc(alias = "slurm_xsize")]
 pub unsafe fn capacity<T>(p: *const T) -> usize {
     if p.is_null() {
         return 0;
