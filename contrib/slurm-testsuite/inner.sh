@@ -30,6 +30,8 @@ side_dir=$1 tests=$2 results=$3
 ts=$GATE_WORK/testsuite
 # shellcheck source=contrib/slurm-testsuite/profiles.sh
 . "$here/profiles.sh"
+# shellcheck source=contrib/lib.sh
+. "$repo/contrib/lib.sh"
 
 log() { echo "inner: $*" >&2; }
 
@@ -231,28 +233,9 @@ ClusterName=gate
 SlurmctldHost=$(hostname -s)(127.0.0.1)
 SlurmctldPort=6817
 SlurmdPort=6818
-AuthType=auth/munge
-CredType=cred/munge
-SlurmUser=root
-SlurmdUser=root
-PluginDir=$plugindir
-StateSaveLocation=$d/state
-SlurmdSpoolDir=$d/spool/%n
-SlurmctldPidFile=$d/run/slurmctld.pid
-SlurmdPidFile=$d/run/slurmd-%n.pid
-SlurmctldLogFile=$d/log/slurmctld.log
-SlurmdLogFile=$d/log/slurmd-%n.log
-SlurmctldDebug=info
-SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+$(slurm_conf_daemons "$d" "$plugindir" "$d/run" info)
 AccountingStorageHost=localhost
 AccountingStoragePort=6819
-JobCompType=jobcomp/none
-MpiDefault=none
-SchedulerType=sched/backfill
 SelectType=select/$sel
 SelectTypeParameters=CR_Core
 PriorityType=priority/$GATE_SIDE_PRIORITY
