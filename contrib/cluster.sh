@@ -49,6 +49,7 @@
 # --node-topology gives listed nodes another topology than --topology (a mixed fleet), and
 # --node-weight sets Slurm's Weight= of listed nodes; with either, slurm.conf gets one
 # NodeName= line per node.
+# --node-keys "K=V ..." adds those keys to every NodeName= line (e.g. RestrictedCoresPerGPU=2).
 # --backup adds a backup controller in its own network, UTS and mount namespaces (see
 # contrib/cluster-backup.sh); the nodes and the primary then use the host side of its veth
 # pair instead of 127.0.0.1.
@@ -318,12 +319,12 @@ EOC
       echo "HealthCheckInterval=$health_interval"
     fi
     if [ -z "$node_topology$node_weight$node_gres_of" ]; then
-      echo "NodeName=n[1-$nodes] NodeHostname=$(hostname -s) NodeAddr=$ctld_addr Port=[$((port_base + 1))-$lastport] Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=$gres State=UNKNOWN"
+      echo "NodeName=n[1-$nodes] NodeHostname=$(hostname -s) NodeAddr=$ctld_addr Port=[$((port_base + 1))-$lastport] Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=$gres${node_keys:+ $node_keys} State=UNKNOWN"
     else
       local i w
       for i in $(seq "$nodes"); do
         w=$(list_value "$node_weight" "n$i")
-        echo "NodeName=n$i NodeHostname=$(hostname -s) NodeAddr=$ctld_addr Port=$((port_base + i)) Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=${NODE_GRES[n$i]}${w:+ Weight=$w} State=UNKNOWN"
+        echo "NodeName=n$i NodeHostname=$(hostname -s) NodeAddr=$ctld_addr Port=$((port_base + i)) Sockets=2 CoresPerSocket=16 ThreadsPerCore=1 RealMemory=16000 Gres=${NODE_GRES[n$i]}${w:+ Weight=$w}${node_keys:+ $node_keys} State=UNKNOWN"
       done
     fi
     echo "PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
@@ -490,7 +491,7 @@ cmd=${1:-}
 [ $# -gt 0 ] && shift
 dir=${GPUTOPO_CLUSTER_DIR:-/tmp/gputopo-cluster}
 restart_what= pid_file= release= nodes=1 topo_arg= select=gputopo priority=basic extra_conf= gputopo_conf=
-health_program= health_interval=60 ctld_debug=info plugin_dir= fake_gpus= plain_gres= gres_conf= node_gres= node_topology= node_weight= node_gres_of=
+health_program= health_interval=60 ctld_debug=info plugin_dir= fake_gpus= plain_gres= gres_conf= node_gres= node_topology= node_weight= node_gres_of= node_keys=
 backup= ctld_addr=127.0.0.1 nvml=
 while [ $# -gt 0 ]; do
   case $1 in
@@ -517,6 +518,7 @@ while [ $# -gt 0 ]; do
     --node-gres-of) node_gres_of=$2; shift 2 ;;
     --node-topology) node_topology=$2; shift 2 ;;
     --node-weight) node_weight=$2; shift 2 ;;
+    --node-keys) node_keys=$2; shift 2 ;;
     --nvml) nvml=$2; shift 2 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac

@@ -48,12 +48,10 @@ while [ $# -gt 0 ]; do
   case $1 in
     --stock-dir) stock=${2:?--stock-dir needs a directory}; shift 2 ;;
     --release)
-      case ${2:?--release needs a version} in
-        22.05.8) stock=/usr/lib/x86_64-linux-gnu/slurm-wlm ;;
-        # 24.11.5 (contrib/slurm-install.sh) and every release installed the same way by hand
-        # (23.11.4, 24.05.8, 25.05.8, ...).
-        *) stock=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$2/lib/slurm ;;
-      esac
+      # The checkout's release table (a package installs this script alone: it uses --stock-dir).
+      [ -r "$(dirname "$0")/lib.sh" ] || die "--release needs the checkout's contrib/lib.sh; use --stock-dir"
+      . "$(dirname "$0")/lib.sh"
+      stock=$(release_plugin_dir "${2:?--release needs a version}")
       shift 2 ;;
     --with-priority) priority=1; shift ;;
     --keep-stock) keep_stock=1; shift ;;

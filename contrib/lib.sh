@@ -21,6 +21,9 @@ release_prefix() {
 }
 # release_plugin_dir VERSION: its libslurmfull.so and stock plugins.
 release_plugin_dir() { local d; d=$(release_field "$1" 4); echo "${d:-$(release_prefix "$1")/lib/slurm}"; }
+# release_is_debian VERSION: the release is Debian 12's own packages (the table names their
+# plugin directory), not one built under the cache.
+release_is_debian() { [ -n "$(release_field "$1" 4)" ]; }
 
 # Running and not a zombie (PID 1 here may not reap orphans, so kill -0 is not enough).
 alive() { [ -n "${1:-}" ] && [ -r "/proc/$1/stat" ] && ! awk '{ exit !($3 == "Z") }' "/proc/$1/stat" 2>/dev/null; }

@@ -35,6 +35,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=contrib/lib.sh
+. "$here/lib.sh"
 repo=$(cd "$here/.." && pwd)
 die() { echo "package.sh: $*" >&2; exit 1; }
 
@@ -104,11 +106,9 @@ arch=$(dpkg --print-architecture)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 # Where Slurm's Debian packages put their plugins: Debian's slurm-wlm, SchedMD's slurm-smd.
 pkg_dirs="/usr/lib/$multiarch/slurm-wlm /usr/lib/$multiarch/slurm"
-case $release in
-  22.05.8)
-    # Any Debian revision of exactly 22.05.8 (the plugin ABI is the release's).
-    : "${slurm_package:=slurm-wlm-basic-plugins}" ;;
-esac
+# Debian's own release: any Debian revision of exactly that release (the plugin ABI is the
+# release's).
+if release_is_debian "$release"; then : "${slurm_package:=slurm-wlm-basic-plugins}"; fi
 next=$(awk -F. '{ printf "%s.%s.%d", $1, $2, $3 + 1 }' <<<"$release")
 depends="libc6, binutils"
 [ -z "$slurm_package" ] || depends="$depends, $slurm_package (>= $release), $slurm_package (<< $next~)"

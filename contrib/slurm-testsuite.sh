@@ -44,6 +44,7 @@ set -euo pipefail
 # during a run of an hour does not change the run half-way (bash reads scripts as it goes).
 {
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 repo=$(cd "$here/.." && pwd)
 die() { echo "slurm-testsuite.sh: $*" >&2; exit 2; }
 
@@ -115,7 +116,7 @@ rm -rf "$work/testsuite" "$work/gate"
 cp -a "$src/testsuite" "$work/testsuite"
 # Both sides run the same copy of the gate's own scripts, whatever happens to the checkout.
 cp -a "$here/slurm-testsuite" "$work/gate"
-case $release in 22.05.8) prefix=/usr ;; *) prefix=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$release ;; esac
+prefix=$(release_prefix "$release")
 cat > "$work/testsuite/testsuite.conf" <<EOC
 SlurmSourceDir=$src
 SlurmBuildDir=$src

@@ -9,6 +9,8 @@
 #   fmt         cargo fmt --all -- --check
 #   clippy      cargo clippy --all-targets -- -D warnings (workspace), and for the plugin
 #               package once per release (SLURM_SRC_DIR = that release's tree)
+#   doc         cargo doc --no-deps with RUSTDOCFLAGS=-D warnings (default members; the plugin
+#               package once per release, doc-R): broken or ambiguous intra-doc links fail
 #   unit        cargo test (the workspace's default members: no Slurm needed)
 #   fuzz        contrib/fuzz.sh: each fuzz target of fuzz/ for GPUTOPO_FUZZ_SECS (default 12)
 #               seconds from its committed corpus (node Extra, gres.conf/fake_gpus.conf,
@@ -113,9 +115,11 @@ done
 
 phase fmt cargo fmt --all -- --check
 phase clippy cargo clippy --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" phase doc cargo doc --no-deps
 for r in $releases; do
   src=$("$repo/slurm-headers/fetch-slurm.sh" "$r") || { summary+=("fetch-slurm $r FAILED"); failed=1; continue; }
   SLURM_SRC_DIR=$src phase "clippy-$r" cargo clippy -p gputopo --all-targets -- -D warnings
+  SLURM_SRC_DIR=$src RUSTDOCFLAGS="-D warnings" phase "doc-$r" cargo doc --no-deps -p gputopo
 done
 phase unit cargo test
 # Every parser of input another party wrote, fuzzed for a bounded time (seconds per target).

@@ -28,6 +28,8 @@ kinds=${*:-deb rpm}
 check_prefix=""
 # shellcheck source=contrib/checks.sh
 . "$here/checks.sh"
+# shellcheck source=contrib/lib.sh
+. "$here/lib.sh"
 finish() {
   echo "package $release: $passed passed, $failed failed"
   [ "$failed" = 0 ]
@@ -73,8 +75,9 @@ for k in $kinds; do
       check "deb: dpkg-deb reads the control file" dpkg-deb --field "$p" Package Version Depends
       check "deb: it names its Slurm release" test "$(dpkg-deb --field "$p" Slurm-Release)" = "$release"
       check "deb: it depends on binutils (the scripts read plugin_version)" grep -q binutils <<<"$(dpkg-deb --field "$p" Depends)"
-      if [ "$release" = 22.05.8 ]; then
-        check "deb: it depends on Debian's Slurm 22.05.8 exactly" grep -qF 'slurm-wlm-basic-plugins (>= 22.05.8), slurm-wlm-basic-plugins (<< 22.05.9~)' <<<"$(dpkg-deb --field "$p" Depends)"
+      if release_is_debian "$release"; then
+        next=$(awk -F. '{ printf "%s.%s.%d", $1, $2, $3 + 1 }' <<<"$release")
+        check "deb: it depends on Debian's Slurm $release exactly" grep -qF "slurm-wlm-basic-plugins (>= $release), slurm-wlm-basic-plugins (<< $next~)" <<<"$(dpkg-deb --field "$p" Depends)"
       fi
       list=$(dpkg-deb -c "$p")
       for f in usr/bin/gputopo usr/libexec/gputopo/healthcheck usr/share/gputopo/maint.sh etc/slurm/gputopo.conf etc/default/gputopo usr/share/doc/gputopo/examples/gputopo.conf; do
@@ -153,7 +156,7 @@ export FAKE_NVML_LIB
 for k in $kinds; do
   sandbox=("$here/pkg-sandbox.sh")
   other=()
-  if [ "$k" = deb ] && [ "$release" != 22.05.8 ]; then
+  if [ "$k" = deb ] && ! release_is_debian "$release"; then
     # The build's prefix is $cache/slurm-R; the host's Slurm lives under another one of the same
     # length (pkg-sandbox.sh rewrites the compiled-in paths of a copy).
     old=$cache/slurm-$release

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # The packages' maintainer logic (contrib/pkg-maint.sh) case by case, without a package and
 # without a cluster: a layout, settings file, state and plugin directory in a temporary
-# directory, slurm.conf files written per case, the stock plugins of Debian's Slurm 22.05.8
-# (and of 24.11.5 where it is installed, for a release that does not fit). As root or not;
+# directory, slurm.conf files written per case, the stock plugins of Debian's own Slurm release
+# (and of the other ci release where it is installed, for a release that does not fit). As root or not;
 # contrib/test-package.sh runs it first. Prints one line per check; exits non-zero on a failure.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 maint=$here/pkg-maint.sh
-release=22.05.8
-stock=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)/slurm-wlm
-other=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-24.11.5/lib/slurm
+# shellcheck source=contrib/lib.sh
+. "$here/lib.sh"
+# Debian's own release (the first ci release with a plugin directory), and another ci release.
+release=$(for r in $(releases ci); do release_is_debian "$r" && echo "$r"; done | head -n 1)
+stock=$(release_plugin_dir "$release")
+other_release=$(releases ci | grep -vxF "$release" | head -n 1)
+other=$(release_plugin_dir "$other_release")
 check_prefix="maint: "
 # shellcheck source=contrib/checks.sh
 . "$here/checks.sh"
@@ -52,7 +56,7 @@ run env GPUTOPO_STOCK_DIR="$stock" "$maint" stock-dir
 check "the environment wins over the settings file" test "$rc" = 0 -a "$out" = "$stock"
 if [ -f "$other/select_cons_tres.so" ]; then
   run env GPUTOPO_STOCK_DIR="$other" "$maint" stock-dir
-  check "a stock directory of another release is refused (plugin_version)" grep -q "Slurm 24.11.5, not $release" <<<"$err"
+  check "a stock directory of another release is refused (plugin_version)" grep -q "Slurm $other_release, not $release" <<<"$err"
 else
   echo "skipped: maint: another release's stock directory (no $other)"
 fi

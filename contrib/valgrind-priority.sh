@@ -73,7 +73,7 @@ run() { # priority -> prints "total in_gputopo valgrind_summary_total"
   a1=$(sbatch --parsable -p p1,p2 --array=0-"$tasks"%3 -n1 --wrap 'sleep 1' -o /dev/null)
   a2=$(sbatch --parsable -p p3,p2,p1 --array=0-"$tasks"%3 -n1 --wrap 'sleep 1' -o /dev/null)
   a3=$(sbatch --parsable -p p2,p3 --array=0-"$tasks"%2 -n1 --wrap 'sleep 1' -o /dev/null)
-  if [ -n "$dbd" ] && [ "$release" != 22.05.8 ]; then
+  if [ -n "$dbd" ] && [ "${release%.*}" != 22.05 ]; then
     a3=$a3,$(sbatch --parsable -A acct_a --qos=high,low -p p1,p2 --array=0-"$tasks"%2 -n1 --wrap 'sleep 1' -o /dev/null)
   fi
   for i in $(seq 120); do

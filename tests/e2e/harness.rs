@@ -167,6 +167,7 @@ impl Cluster {
             ("--node-topology", &opts.node_topology),
             ("--node-weight", &opts.node_weight),
             ("--node-gres-of", &opts.node_gres_of),
+            ("--node-keys", &opts.node_keys),
             ("--nvml", &opts.nvml),
         ] {
             if let Some(v) = v {

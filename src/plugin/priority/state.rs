@@ -194,9 +194,10 @@ pub struct Snapshot {
     last_decay: i64,
 }
 
-/// Serialises writers (24.11's `priority_p_recover` pass and the loop's first pass can end
-/// together; both use the same temp file) and remembers the newest `last_decay` written, so
-/// an older snapshot never replaces a newer one.
+/// Serialises this process's writers (24.11's `priority_p_recover` pass and the loop's first
+/// pass can end together) and remembers the newest `last_decay` written, so an older snapshot
+/// never replaces a newer one. (Another controller's writes use their own temporary file:
+/// `state_file::write`.)
 static WRITTEN: Mutex<i64> = Mutex::new(i64::MIN);
 
 impl Snapshot {

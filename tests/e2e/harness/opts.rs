@@ -43,6 +43,9 @@ pub struct Opts {
     pub node_weight: Option<String>,
     /// Another `Gres=` for some nodes than `gres_conf`'s (`n2=gpu:8`; values without commas).
     pub node_gres_of: Option<String>,
+    /// Keys added to every node's `NodeName=` line (`RestrictedCoresPerGPU=2`;
+    /// `cluster.sh --node-keys`).
+    pub node_keys: Option<String>,
     /// Command words put in front of every slurmctld start (`env GLIBC_TUNABLES=...`,
     /// `valgrind ...`): cluster.sh's GPUTOPO_SLURMCTLD_PREFIX.
     pub slurmctld_prefix: Option<String>,
@@ -74,6 +77,7 @@ impl Default for Opts {
             node_topology: None,
             node_weight: None,
             node_gres_of: None,
+            node_keys: None,
             slurmctld_prefix: None,
             backup: false,
             nvml: None,

@@ -72,8 +72,9 @@ pub fn load(dir: &Path, half_life_secs: u32, now: i64) -> Result<Loaded, LedgerE
     }
 }
 
-/// Writes a snapshot crash-safe: `<file>.new` (mode 0600, owner `owner_uid` if given), fsync,
-/// rename over `<file>`, fsync of `dir`. A crash leaves the old or the new file.
+/// Writes a snapshot crash-safe ([`crate::state_file::write`]: a temporary file of this
+/// writer's own, mode 0600, owner `owner_uid` if given, fsync, rename over `<file>`, fsync of
+/// `dir`). A crash leaves the old or the new file.
 ///
 /// # Errors
 /// Any I/O failure (the previous file is then left intact).
@@ -114,7 +115,13 @@ mod tests {
         write(&dir, &l.to_json(), None).expect("write");
         let meta = fs::metadata(dir.join(LEDGER_FILE)).expect("file");
         assert_eq!(meta.mode() & 0o777, 0o600);
-        assert!(!dir.join(format!("{LEDGER_FILE}.new")).exists());
+        let temp = format!("{LEDGER_FILE}.new");
+        let names = fs::read_dir(&dir).expect("list").flatten();
+        assert!(
+            !names
+                .into_iter()
+                .any(|e| e.file_name().to_string_lossy().starts_with(&temp))
+        );
         let back = load(&dir, 600, 100).expect("load");
         assert!(back.recovered && back.set_aside.is_none() && back.clamped_from.is_none());
         assert_eq!(back.ledger, l);
