@@ -48,10 +48,8 @@ for d in /run/mysqld /var/run/mysqld; do [ -d "$d" ] && mount -t tmpfs tmpfs "$d
 export TMPDIR=$side_dir/tmp
 mkdir -p "$TMPDIR"
 
-case $GATE_RELEASE in
-  22.05.8) prefix=/usr stock_plugins=/usr/lib/x86_64-linux-gnu/slurm-wlm ;;
-  *) prefix=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$GATE_RELEASE stock_plugins=$prefix/lib/slurm ;;
-esac
+# The release's binaries and stock plugins, from the release table (lib.sh).
+prefix=$(release_prefix "$GATE_RELEASE") stock_plugins=$(release_plugin_dir "$GATE_RELEASE")
 export PATH=$side_dir/bin:$prefix/bin:$prefix/sbin:$PATH
 export SLURM_TESTSUITE_CONF=$ts/testsuite.conf
 export GATE_SELECT= GATE_PRIORITY=
