@@ -300,26 +300,7 @@ ClusterName=gputopo$port_base
 SlurmctldHost=$(hostname -s)($ctld_addr)
 SlurmctldPort=$port_base
 SlurmdPort=$((port_base + 1))
-AuthType=auth/munge
-CredType=cred/munge
-SlurmUser=root
-SlurmdUser=root
-PluginDir=$plugindir
-StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool/%n
-SlurmctldPidFile=$dir/slurmctld.pid
-SlurmdPidFile=$dir/slurmd-%n.pid
-SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd-%n.log
-SlurmctldDebug=$ctld_debug
-SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-MpiDefault=none
-SchedulerType=sched/backfill
+$(slurm_conf_daemons "$dir" "$plugindir" "$dir" "$ctld_debug")
 SchedulerParameters=bf_interval=1
 SelectType=select/${select/#gputopo/gputopo_cons_tres}
 SelectTypeParameters=CR_Core

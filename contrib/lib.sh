@@ -1,5 +1,5 @@
-# Shared by the contrib/ scripts (sourced: `. "$(dirname "$0")/lib.sh"`): the release table
-# and the pid files of a cluster's daemons.
+# Shared by the contrib/ scripts (sourced: `. "$(dirname "$0")/lib.sh"`): the release table,
+# the pid files of a cluster's daemons and the slurm.conf lines every harness cluster shares.
 
 # The one table of Slurm releases (slurm-headers/releases.tsv; also read by crates/slurm-kit/build.rs and the
 # e2e harness).
@@ -39,4 +39,33 @@ daemon_pid() {
   local p; p=$(pidfile_pid "$1")
   alive "$p" || return 0
   if grep -qzF -- "$2" "/proc/$p/cmdline" "/proc/$p/environ" 2>/dev/null; then echo "$p"; fi
+}
+
+# slurm_conf_daemons DIR PLUGIN_DIR PID_DIR CTLD_DEBUG: the slurm.conf lines of every cluster the
+# harness writes a configuration for (contrib/cluster.sh, and the parity gate's --auto-config
+# base in contrib/slurm-testsuite/inner.sh): root daemons over munge, state, spools and logs in
+# DIR, no accounting gathered, no task, MPI or job completion plugin, backfill.
+slurm_conf_daemons() {
+  cat <<EOC
+AuthType=auth/munge
+CredType=cred/munge
+SlurmUser=root
+SlurmdUser=root
+PluginDir=$2
+StateSaveLocation=$1/state
+SlurmdSpoolDir=$1/spool/%n
+SlurmctldPidFile=$3/slurmctld.pid
+SlurmdPidFile=$3/slurmd-%n.pid
+SlurmctldLogFile=$1/log/slurmctld.log
+SlurmdLogFile=$1/log/slurmd-%n.log
+SlurmctldDebug=$4
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+SchedulerType=sched/backfill
+EOC
 }

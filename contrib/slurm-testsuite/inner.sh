@@ -30,6 +30,8 @@ side_dir=$1 tests=$2 results=$3
 ts=$GATE_WORK/testsuite
 # shellcheck source=contrib/slurm-testsuite/profiles.sh
 . "$here/profiles.sh"
+# shellcheck source=contrib/lib.sh
+. "$repo/contrib/lib.sh"
 
 log() { echo "inner: $*" >&2; }
 
@@ -46,10 +48,8 @@ for d in /run/mysqld /var/run/mysqld; do [ -d "$d" ] && mount -t tmpfs tmpfs "$d
 export TMPDIR=$side_dir/tmp
 mkdir -p "$TMPDIR"
 
-case $GATE_RELEASE in
-  22.05.8) prefix=/usr stock_plugins=/usr/lib/x86_64-linux-gnu/slurm-wlm ;;
-  *) prefix=${GPUTOPO_CACHE:-/var/cache/gputopo}/slurm-$GATE_RELEASE stock_plugins=$prefix/lib/slurm ;;
-esac
+# The release's binaries and stock plugins, from the release table (lib.sh).
+prefix=$(release_prefix "$GATE_RELEASE") stock_plugins=$(release_plugin_dir "$GATE_RELEASE")
 export PATH=$side_dir/bin:$prefix/bin:$prefix/sbin:$PATH
 export SLURM_TESTSUITE_CONF=$ts/testsuite.conf
 export GATE_SELECT= GATE_PRIORITY=
@@ -231,28 +231,9 @@ ClusterName=gate
 SlurmctldHost=$(hostname -s)(127.0.0.1)
 SlurmctldPort=6817
 SlurmdPort=6818
-AuthType=auth/munge
-CredType=cred/munge
-SlurmUser=root
-SlurmdUser=root
-PluginDir=$plugindir
-StateSaveLocation=$d/state
-SlurmdSpoolDir=$d/spool/%n
-SlurmctldPidFile=$d/run/slurmctld.pid
-SlurmdPidFile=$d/run/slurmd-%n.pid
-SlurmctldLogFile=$d/log/slurmctld.log
-SlurmdLogFile=$d/log/slurmd-%n.log
-SlurmctldDebug=info
-SlurmdDebug=info
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+$(slurm_conf_daemons "$d" "$plugindir" "$d/run" info)
 AccountingStorageHost=localhost
 AccountingStoragePort=6819
-JobCompType=jobcomp/none
-MpiDefault=none
-SchedulerType=sched/backfill
 SelectType=select/$sel
 SelectTypeParameters=CR_Core
 PriorityType=priority/$GATE_SIDE_PRIORITY
