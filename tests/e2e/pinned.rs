@@ -61,11 +61,13 @@ fn restricted_cores_per_gpu_fill_the_node_as_stock_does() {
         debug: true,
         ..Opts::default()
     });
-    // 8 GPUs × 2 restricted cores: 16 of the node's 32 cores are for GPU jobs only.
-    let gpu_jobs: Vec<u32> = (0..4)
-        .map(|_| c.sbatch(&["-N1", "-n4", "--gres=gpu:2", "--wrap", "sleep 300"]))
+    // 8 GPUs × 2 restricted cores: 16 of the node's 32 cores are for GPU jobs only. Submitted
+    // as users do (no -N), in both request forms: per node (--gres) and per job (--gpus).
+    let gpu_jobs: Vec<u32> = ["--gres=gpu:2", "--gpus=2", "--gres=gpu:2", "--gpus=2"]
+        .iter()
+        .map(|gpus| c.sbatch(&["-n4", gpus, "--wrap", "sleep 300"]))
         .collect();
-    let cpu_job = c.sbatch(&["-N1", "-n16", "--wrap", "sleep 300"]);
+    let cpu_job = c.sbatch(&["-n16", "--wrap", "sleep 300"]);
     let mut gpus = BTreeSet::new();
     for &job in &gpu_jobs {
         c.wait_state(job, "RUNNING", WAIT);
