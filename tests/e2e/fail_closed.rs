@@ -15,7 +15,6 @@
 //! so it holds GPU 3 unless the fault is applied; and a job asking all 8 GPUs stays pending.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use super::drain::gputopo;
 use super::harness::{Cluster, Opts, WAIT, e2e_enabled, gputopo_only, skip};
@@ -58,16 +57,25 @@ fn set_extra_bytes(c: &Cluster, node: &str, extra: &[u8]) {
     );
 }
 
+/// Asserts that `job` waits: once the scheduler has tried it (it is no longer pending, or it
+/// has a reason), it must still be pending. No fixed sleep: a slow pass cannot make it pass.
+fn assert_waits(c: &Cluster, job: u32, why: &str) {
+    c.wait_until(&format!("job {job} to be tried ({why})"), WAIT, || {
+        c.job_state(job).as_deref() != Some("PENDING")
+            || c.job_reason(job).is_some_and(|r| r != "None")
+    });
+    assert_eq!(c.job_state(job).as_deref(), Some("PENDING"), "{why}");
+}
+
 /// Asserts that n1's GPU `bad` is out of service now: a job asking all 8 GPUs waits, and a
 /// 7-GPU job runs without it (one after the other: a waiting 8-GPU job would hold the node
 /// for itself). Both are cancelled afterwards.
 fn assert_withheld(c: &Cluster, bad: usize, when: &str) {
     let all8 = c.sbatch(&["-N1", "-w", "n1", "--gres=gpu:8", "--wrap", "sleep 60"]);
-    std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(
-        c.job_state(all8).as_deref(),
-        Some("PENDING"),
-        "{when}: the 8-GPU job must wait while GPU {bad} is faulty"
+    assert_waits(
+        c,
+        all8,
+        &format!("{when}: the 8-GPU job must wait while GPU {bad} is faulty"),
     );
     c.ok("scancel", &[&all8.to_string()]);
     let seven = c.sbatch(&["-N1", "-w", "n1", "--gres=gpu:7", "--wrap", "sleep 60"]);
@@ -170,12 +178,7 @@ fn a_known_fault_survives_reconfigure_restart_and_takeover() {
     c.wait_until("the withheld node to be reported", WAIT, || {
         c.slurmctld_log()[from..].contains("its last good health is unknown")
     });
-    std::thread::sleep(Duration::from_secs(2));
-    assert_eq!(
-        c.job_state(any).as_deref(),
-        Some("PENDING"),
-        "n1's health went with the corrupt file: withheld"
-    );
+    assert_waits(&c, any, "n1's health went with the corrupt file: withheld");
     let since = c.slurmctld_log()[from..].to_string();
     assert!(
         since.contains("persisted GPU health was corrupt") && !since.contains("treated as healthy"),
@@ -244,11 +247,10 @@ fn assert_withheld_when_slurm_picks(c: &Cluster, bad: usize, when: &str) {
         "{when}: the 7-GPU job got {got:?}, holding faulty GPU {bad}"
     );
     let one = c.sbatch(&["--gres=gpu:1", "--wrap", "sleep 60"]);
-    std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(
-        c.job_state(one).as_deref(),
-        Some("PENDING"),
-        "{when}: a 1-GPU job must wait: the only free GPU is faulty GPU {bad} of n1"
+    assert_waits(
+        c,
+        one,
+        &format!("{when}: a 1-GPU job must wait: the only free GPU is faulty GPU {bad} of n1"),
     );
     for job in [one, seven, eight] {
         c.ok("scancel", &[&job.to_string()]);
@@ -333,12 +335,7 @@ fn after_a_panic_health_published_later_still_applies() {
     let anywhere = c.sbatch(&["-N1", "--gres=gpu:8", "--wrap", "sleep 60"]);
     c.wait_state(anywhere, "RUNNING", WAIT);
     assert_eq!(c.gres_idx(anywhere)[0].0, "n2", "n1 is withheld");
-    std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(
-        c.job_state(all8).as_deref(),
-        Some("PENDING"),
-        "a fault published after the panic keeps n1 out"
-    );
+    assert_waits(&c, all8, "a fault published after the panic keeps n1 out");
     // The card is replaced: the node returns.
     set_extra(&c, "n1", &extra_with_faulty(8, usize::MAX));
     c.wait_state(all8, "RUNNING", WAIT);
@@ -360,12 +357,7 @@ fn after_a_panic_health_published_later_still_applies() {
         &["drain", "n2", "--gpu", "0", "--reason", "e2e after a panic"],
     );
     let on_n2 = c.sbatch(&["-N1", "-w", "n2", "--gres=gpu:8", "--wrap", "sleep 60"]);
-    std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(
-        c.job_state(on_n2).as_deref(),
-        Some("PENDING"),
-        "a drain set after the panic keeps n2 out"
-    );
+    assert_waits(&c, on_n2, "a drain set after the panic keeps n2 out");
     gputopo(&c, &["resume", "n2", "--gpu", "0"]);
     c.wait_state(on_n2, "RUNNING", WAIT);
 }
